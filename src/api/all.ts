@@ -1,0 +1,67 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ResolvedEvent } from '../store/index.js';
+import { badRequest } from './errors.js';
+import { booleanHeader, integerHeader } from './headers.js';
+import { FEED_TYPES, MEDIA, negotiate } from './media.js';
+import { EMPTY_UPDATED, formatUpdated, link, type FeedModel, type Link } from './atom.js';
+import { applyCaching, type Cacheability } from './caching.js';
+import { baseUrl, formatAllPosition, parseAllPosition, streamUrl } from './urls.js';
+import { requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import { ALL_STREAM } from '../auth/access.js';
+import { sendFeed } from './streams-read.js';
+
+// GET /streams/$all: the whole log by position, for authenticated users the $all ACL admits.
+
+export interface AllRequest { position: string; count: number; direction: 'backward' | 'forward' }
+
+const ZEROS = formatAllPosition(0);
+
+export async function readAll(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: AllRequest) {
+  requireAuthenticated(req);
+  requireAccess(ctx, req, 'r', ALL_STREAM);
+  let mediaType = negotiate(req, FEED_TYPES);
+  if (mediaType === MEDIA.streamDescK || mediaType === MEDIA.streamDescL) mediaType = MEDIA.json;
+  const head = r.position === 'head';
+  if (head && r.direction === 'forward') throw badRequest(`Invalid position argument: ${r.position}`);
+  const position = head ? ctx.store.headPosition : parseAllPosition(r.position);
+  if (position === undefined) throw badRequest(`Invalid position argument: ${r.position}`);
+  const resolveLinks = booleanHeader(req, 'ResolveLinkTos', false);
+
+  const read = () => r.direction === 'backward'
+    ? ctx.store.readAllBackward(position, r.count)
+    : ctx.store.readAllForward(position, r.count);
+  let page = read();
+  const longPoll = r.direction === 'forward' ? integerHeader(req, 'LongPoll') : undefined;
+  if (longPoll && longPoll > 0 && page.records.length === 0) {
+    const abort = new AbortController();
+    req.raw.once('close', () => abort.abort());
+    await ctx.store.bus.waitFor(() => true, longPoll * 1000, abort.signal);
+    page = read();
+  }
+
+  const headPosition = ctx.store.headPosition;
+  const immutable = r.direction === 'backward' ? !head : page.records.length === r.count;
+  const cache: Cacheability = immutable ? { immutable: true } : { immutable: false, version: headPosition };
+  if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
+
+  const base = baseUrl(req);
+  const url = streamUrl(base, ALL_STREAM);
+  const c = r.count;
+  const links: Link[] = [link(url, 'self'), link(`${url}/head/backward/${c}`, 'first')];
+  const records = r.direction === 'backward' ? page.records : [...page.records].reverse();
+  if (r.direction === 'backward') {
+    if (!page.isEnd) links.push(link(`${url}/${ZEROS}/forward/${c}`, 'last'), link(`${url}/${formatAllPosition(page.nextPosition)}/backward/${c}`, 'next'));
+    const newest = records[0];
+    links.push(link(`${url}/${formatAllPosition(newest ? newest.position + newest.size : position)}/forward/${c}`, 'previous'));
+  } else {
+    if (position > 0) links.push(link(`${url}/${ZEROS}/forward/${c}`, 'last'), link(`${url}/${formatAllPosition(position)}/backward/${c}`, 'next'));
+    if (!(page.records.length === 0 && page.isEnd)) links.push(link(`${url}/${formatAllPosition(page.nextPosition)}/forward/${c}`, 'previous'));
+  }
+  links.push(link(`${url}/metadata`, 'metadata'));
+  const entries: ResolvedEvent[] = records.map((rec) => (resolveLinks && rec.eventType === '$>' ? ctx.store.resolveLink(rec) : { event: rec }));
+  const feed: FeedModel = {
+    title: 'All events', id: url, updated: records[0] ? formatUpdated(records[0].created) : EMPTY_UPDATED,
+    streamId: null, headOfStream: false, selfUrl: null, eTag: null, links, entries,
+  };
+  return sendFeed(reply, base, mediaType, feed, req);
+}

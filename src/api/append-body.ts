@@ -1,0 +1,85 @@
+import { parseUuid, type ProposedEvent } from '../store/index.js';
+import { ApiError, badRequest } from './errors.js';
+import { MEDIA } from './media.js';
+
+// Turning an append request into events. The array form carries ids, types, data and metadata
+// in the body; the single-body forms carry one event whose type and id come from headers.
+
+export const ARRAY_TYPES: readonly string[] = [MEDIA.eventsJsonK, MEDIA.eventsJsonL, MEDIA.eventJsonK, MEDIA.eventJsonL];
+export const SINGLE_TYPES: readonly string[] = [MEDIA.json, MEDIA.textXml, MEDIA.appXml, MEDIA.octet];
+/** The idempotent /incoming/{guid} URL takes one event, but not raw bytes or the array forms. */
+export const INCOMING_TYPES: readonly string[] = [MEDIA.json, MEDIA.textXml, MEDIA.appXml, MEDIA.atomXml, MEDIA.atomJsonK, MEDIA.atomJsonL];
+
+const INVALID_BODY = 'Write request body invalid.';
+const EMPTY = Buffer.alloc(0);
+
+function isJsonContainer(value: unknown): boolean {
+  return typeof value === 'object' && value !== null;
+}
+
+/** data / metadata members: JSON containers stored as JSON, JSON text stored as is, other text as UTF-8. */
+function payload(value: unknown): { bytes: Buffer; isJson: boolean } {
+  if (isJsonContainer(value)) return { bytes: Buffer.from(JSON.stringify(value), 'utf8'), isJson: true };
+  if (typeof value === 'string') {
+    const trimmed = value.trim();
+    if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+      try {
+        if (isJsonContainer(JSON.parse(trimmed))) return { bytes: Buffer.from(value, 'utf8'), isJson: true };
+      } catch {
+        // plain text after all
+      }
+    }
+    return { bytes: Buffer.from(value, 'utf8'), isJson: false };
+  }
+  return { bytes: EMPTY, isJson: false };
+}
+
+/** Member lookup ignoring case, as the established servers read request JSON. */
+function member(item: Record<string, unknown>, name: string): unknown {
+  if (name in item) return item[name];
+  const lower = name.toLowerCase();
+  for (const key of Object.keys(item)) if (key.toLowerCase() === lower) return item[key];
+  return undefined;
+}
+
+export function parseEventArray(body: Buffer, maxEventSize: number): ProposedEvent[] {
+  let items: unknown;
+  try {
+    items = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw badRequest(INVALID_BODY);
+  }
+  if (!Array.isArray(items) || items.length === 0) throw badRequest(INVALID_BODY);
+  return items.map((item, index) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(INVALID_BODY);
+    const record = item as Record<string, unknown>;
+    const idText = member(record, 'eventId');
+    if (idText === undefined || idText === null || idText === '') throw badRequest(`Empty eventId provided. (Parameter 'eventId') at event ${index}`);
+    const eventId = typeof idText === 'string' ? parseUuid(idText) : undefined;
+    if (!eventId) throw badRequest(`Invalid eventId ${JSON.stringify(idText)} at event ${index}: expected a GUID.`);
+    const eventType = member(record, 'eventType');
+    if (typeof eventType !== 'string' || eventType === '') throw badRequest(`Empty eventType provided. (Parameter 'eventType') at event ${index}`);
+    const data = payload(member(record, 'data'));
+    const metadata = payload(member(record, 'metadata'));
+    checkSize(data.bytes.length + metadata.bytes.length, maxEventSize);
+    return { eventId, eventType, isJson: data.isJson || metadata.isJson, data: data.bytes, metadata: metadata.bytes };
+  });
+}
+
+/** One event whose body is the data; `mediaType` decides whether it is JSON. */
+export function singleEvent(body: Buffer, mediaType: string, eventId: Buffer, eventType: string, maxEventSize: number): ProposedEvent {
+  checkSize(body.length, maxEventSize);
+  const isJson = mediaType === MEDIA.json || mediaType.endsWith('+json');
+  if (isJson) {
+    try {
+      JSON.parse(body.toString('utf8'));
+    } catch {
+      throw badRequest(INVALID_BODY);
+    }
+  }
+  return { eventId, eventType, isJson, data: body, metadata: EMPTY };
+}
+
+export function checkSize(bytes: number, max: number): void {
+  if (bytes > max) throw new ApiError('PAYLOAD_TOO_LARGE', `Too large events received. Limit is ${max} bytes.`);
+}

@@ -1,0 +1,232 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  isMetastream, metastreamOf, originalOf,
+  type EventRecord, type ResolvedEvent, type StreamPage,
+} from '../store/index.js';
+import { ApiError, badRequest } from './errors.js';
+import { booleanHeader, integerHeader } from './headers.js';
+import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
+import {
+  contentOf, EMPTY_UPDATED, entryJson, entryXml, feedJson, feedXml, formatUpdated, link, parseEmbed, simpleXml,
+  type FeedModel, type Link,
+} from './atom.js';
+import { applyCaching, etagOf, type Cacheability } from './caching.js';
+import { baseUrl, streamUrl } from './urls.js';
+import { requireAccess, type ApiContext } from './context.js';
+import { streamParam } from './streams-write.js';
+import { ALL_STREAM } from '../auth/access.js';
+import { readAll } from './all.js';
+import { describeStream } from './description.js';
+
+// Reads of streams: Atom feed pages (backward, forward, head), single events, and metadata.
+
+export const DEFAULT_PAGE = 20;
+export const MAX_PAGE = 4096;
+
+export function parseCount(text: string): number {
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n <= 0) throw badRequest(`'${text}' is not valid count. Should be positive integer`);
+  if (n > MAX_PAGE) throw new ApiError('READ_TOO_BIG');
+  return n;
+}
+
+function parseEventNumber(text: string): number {
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n)) throw badRequest(`'${text}' is not valid event number`);
+  return n;
+}
+
+/** Sends a feed page in the negotiated representation. */
+export function sendFeed(reply: FastifyReply, base: string, mediaType: string, feed: FeedModel, req: FastifyRequest): FastifyReply {
+  if (mediaType === MEDIA.atomXml || mediaType.endsWith('xml')) {
+    return reply.type(`${mediaType}; charset=utf-8`).send(feedXml(base, feed));
+  }
+  const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
+  return reply.type(`${mediaType}; charset=utf-8`).send(JSON.stringify(feedJson(base, feed, embed), null, 2));
+}
+
+function newestUpdated(entries: ResolvedEvent[]): string {
+  return entries.length > 0 ? formatUpdated(originalOf(entries[0]).created) : EMPTY_UPDATED;
+}
+
+interface PageRequest { streamId: string; from: number; count: number; direction: 'backward' | 'forward'; head: boolean }
+
+function feedFor(base: string, r: PageRequest, page: Extract<StreamPage, { status: 'ok' }>, etag: string | null): FeedModel {
+  const url = streamUrl(base, r.streamId);
+  const last = page.lastEventNumber;
+  const c = r.count;
+  const links: Link[] = [link(url, 'self'), link(`${url}/head/backward/${c}`, 'first')];
+  // Entries are newest first on every page.
+  const entries = r.direction === 'backward' ? page.events : [...page.events].reverse();
+  if (r.direction === 'backward') {
+    const from = r.head ? last : r.from;
+    if (!page.isEndOfStream) {
+      links.push(link(`${url}/0/forward/${c}`, 'last'), link(`${url}/${Math.max(from - c, 0)}/backward/${c}`, 'next'));
+    }
+    links.push(link(`${url}/${Math.min(from, last) + 1}/forward/${c}`, 'previous'));
+  } else {
+    if (r.from > 0) links.push(link(`${url}/0/forward/${c}`, 'last'), link(`${url}/${r.from - 1}/backward/${c}`, 'next'));
+    const emptyAtEnd = page.events.length === 0 && r.from > last;
+    if (!emptyAtEnd) links.push(link(`${url}/${Math.min(r.from + c - 1, last) + 1}/forward/${c}`, 'previous'));
+  }
+  if (!isMetastream(r.streamId)) links.push(link(`${url}/metadata`, 'metadata'));
+  const oldestFirst = r.direction === 'forward' && entries.length > 0;
+  return {
+    title: `Event stream '${r.streamId}'`,
+    id: url,
+    updated: oldestFirst ? formatUpdated(originalOf(entries[entries.length - 1]).created) : newestUpdated(entries),
+    streamId: r.streamId,
+    headOfStream: r.direction === 'backward' ? r.head : page.isEndOfStream,
+    selfUrl: r.direction === 'backward' ? url : null,
+    eTag: etag,
+    links,
+    entries,
+  };
+}
+
+function cacheabilityOf(r: PageRequest, page: Extract<StreamPage, { status: 'ok' }>): Cacheability {
+  const last = page.lastEventNumber;
+  const immutable = r.direction === 'backward' ? !r.head && r.from <= last : last + 1 >= r.from + r.count;
+  return immutable ? { immutable: true } : { immutable: false, version: last, maxAge: page.metadata.cacheControl };
+}
+
+async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: PageRequest, mediaType: string) {
+  requireAccess(ctx, req, 'r', r.streamId);
+  const resolveLinks = booleanHeader(req, 'ResolveLinkTos', true);
+  const read = () => r.direction === 'backward'
+    ? ctx.store.readStreamBackward(r.streamId, r.head ? -1 : r.from, r.count, resolveLinks)
+    : ctx.store.readStreamForward(r.streamId, r.from, r.count, resolveLinks);
+  let page = read();
+  const longPoll = r.direction === 'forward' ? integerHeader(req, 'LongPoll') : undefined;
+  if (longPoll && longPoll > 0 && (page.status === 'noStream' || (page.status === 'ok' && page.events.length === 0))) {
+    const abort = new AbortController();
+    req.raw.once('close', () => abort.abort());
+    await ctx.store.bus.waitFor((rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId),
+      longPoll * 1000, abort.signal);
+    page = read();
+  }
+  if (page.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (page.status === 'noStream') throw new ApiError('NOT_FOUND');
+  const cache = cacheabilityOf(r, page);
+  if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
+  const base = baseUrl(req);
+  const etag = r.direction === 'backward' && r.head ? etagOf(page.lastEventNumber, mediaType) : null;
+  const feed = feedFor(base, r, page, etag);
+  return sendFeed(reply, base, mediaType, feed, req);
+}
+
+/** Negotiates a feed type; on the backward stream routes a description-document choice answers it. */
+function feedType(req: FastifyRequest, reply: FastifyReply, streamId: string, describable: boolean): string | undefined {
+  const mediaType = negotiate(req, FEED_TYPES);
+  if (mediaType !== MEDIA.streamDescK && mediaType !== MEDIA.streamDescL) return mediaType;
+  if (!describable) return MEDIA.json;
+  const explicit = (req.headers.accept ?? '').includes('streamdesc');
+  if (!explicit) reply.raw.statusMessage = 'Not Acceptable';
+  else reply.raw.statusMessage = 'Description Document';
+  reply.code(explicit ? 200 : 406).type(`${mediaType}; charset=utf-8`)
+    .send(JSON.stringify(describeStream(streamId, mediaType), null, 2));
+  return undefined;
+}
+
+function formatBody(record: EventRecord): string {
+  return record.isJson ? record.data.toString('utf8') : JSON.stringify(record.data.toString('utf8'));
+}
+
+/** One event in the negotiated representation. */
+function sendEvent(reply: FastifyReply, req: FastifyRequest, base: string, mediaType: string, e: ResolvedEvent): FastifyReply {
+  const event = e.event!;
+  const typed = (t: string) => reply.type(t.startsWith('application/octet') ? t : `${t}; charset=utf-8`);
+  switch (mediaType) {
+    case MEDIA.atomXml:
+      return typed(mediaType).send(entryXml(base, e));
+    case MEDIA.atomJsonK: case MEDIA.atomJsonL: {
+      const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
+      return typed(mediaType).send(JSON.stringify(entryJson(base, e, embed, true), null, 2));
+    }
+    case MEDIA.json:
+      return typed(mediaType).send(formatBody(event));
+    case MEDIA.eventJsonK: case MEDIA.eventJsonL:
+      return typed(mediaType).send(JSON.stringify(contentOf(event), null, 2));
+    case MEDIA.textXml: case MEDIA.appXml:
+      return typed(mediaType).send(simpleXml('data', contentOf(event).data));
+    case MEDIA.eventXml:
+      return typed(mediaType).send(simpleXml('event', contentOf(event)));
+    default:
+      return typed(MEDIA.octet).send(event.data);
+  }
+}
+
+async function readSingle(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string, which: string) {
+  const mediaType = negotiate(req, EVENT_TYPES);
+  requireAccess(ctx, req, 'r', streamId);
+  const head = which === 'head';
+  const eventNumber = head ? -1 : parseEventNumber(which);
+  const found = ctx.store.readEvent(streamId, eventNumber, booleanHeader(req, 'ResolveLinkTos', true));
+  if (found.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (found.status !== 'ok' || !found.event.event) throw new ApiError('NOT_FOUND');
+  const cache: Cacheability = head
+    ? { immutable: false, version: found.event.event.eventNumber, maxAge: found.metadata.cacheControl }
+    : { immutable: true };
+  if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
+  return sendEvent(reply, req, baseUrl(req), mediaType, found.event);
+}
+
+async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string, which?: string) {
+  if (isMetastream(streamId)) throw badRequest('Metadata of a metadata stream cannot be read this way.');
+  const mediaType = negotiate(req, EVENT_TYPES);
+  const meta = metastreamOf(streamId);
+  requireAccess(ctx, req, 'r', meta);
+  const found = ctx.store.readEvent(meta, which === undefined || which === 'head' ? -1 : parseEventNumber(which), false);
+  if (found.status === 'ok' && found.event.event) {
+    applyCaching(req, reply, mediaType, { immutable: false, version: found.event.event.eventNumber }, true);
+    return sendEvent(reply, req, baseUrl(req), mediaType, found.event);
+  }
+  const info = ctx.store.streamInfo(streamId);
+  if (which === undefined && info && info.lastEventNumber >= 0 && !info.tombstoned) {
+    // The stream exists but has no metadata: an empty document.
+    reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate').header('Vary', 'Accept');
+    if (mediaType.includes('xml')) return reply.type(`${mediaType}; charset=utf-8`).send('');
+    return reply.type(`${mediaType}; charset=utf-8`).send('{}');
+  }
+  if (info?.tombstoned) throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  throw new ApiError('NOT_FOUND');
+}
+
+type P = { stream: string; event: string; count: string };
+
+export function registerStreamReads(app: FastifyInstance, ctx: ApiContext): void {
+  app.get('/streams/:stream', async (req, reply) => {
+    const streamId = streamParam(req);
+    if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: 'head', count: DEFAULT_PAGE, direction: 'backward' });
+    const mediaType = feedType(req, reply, streamId, true);
+    if (!mediaType) return reply;
+    return readPage(ctx, req, reply, { streamId, from: -1, count: DEFAULT_PAGE, direction: 'backward', head: true }, mediaType);
+  });
+
+  app.get('/streams/:stream/metadata', async (req, reply) => readMetadata(ctx, req, reply, streamParam(req)));
+  app.get('/streams/:stream/metadata/:event', async (req, reply) =>
+    readMetadata(ctx, req, reply, streamParam(req), (req.params as P).event));
+
+  app.get('/streams/:stream/:event', async (req, reply) => {
+    const streamId = streamParam(req);
+    const { event } = req.params as P;
+    if (streamId === ALL_STREAM) throw new ApiError('NOT_FOUND');
+    return readSingle(ctx, req, reply, streamId, event);
+  });
+
+  const page = (direction: 'backward' | 'forward', describable: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const streamId = streamParam(req);
+    const { event, count } = req.params as P;
+    if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: event, count: parseCount(count), direction });
+    const mediaType = feedType(req, reply, streamId, describable);
+    if (!mediaType) return reply;
+    const head = event === 'head';
+    if (head && direction === 'forward') throw badRequest(`'${event}' is not valid event number`);
+    const from = head ? -1 : parseEventNumber(event);
+    return readPage(ctx, req, reply, { streamId, from, count: parseCount(count), direction, head }, mediaType);
+  };
+  app.get('/streams/:stream/:event/:count', page('backward', true));
+  app.get('/streams/:stream/:event/backward/:count', page('backward', true));
+  app.get('/streams/:stream/:event/forward/:count', page('forward', false));
+}
+

@@ -1,0 +1,89 @@
+// The ONE option table. Every option is named once here (camelCase); its command-line flag
+// (--kebab-case), YAML key (PascalCase) and environment variable (SVC_UPPER_SNAKE) are derived
+// from that name, so the four sources can never disagree about what an option is called.
+
+export type OptionKind = 'string' | 'int' | 'bool' | 'enum' | 'size';
+
+export interface OptionSpec {
+  readonly kind: OptionKind;
+  readonly group: string;
+  readonly default: string | number | boolean | undefined;
+  readonly help: string;
+  readonly values?: readonly string[];
+  readonly min?: number;
+  readonly max?: number;
+  readonly secret?: boolean;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const OPTIONS = {
+  config: {
+    kind: 'string', group: 'Application', default: undefined,
+    help: 'Path to a YAML configuration file (keys as in the YAML column of --help).',
+  },
+  db: {
+    kind: 'string', group: 'Database', default: './data',
+    help: 'Directory holding the RocksDB database (created if missing).',
+  },
+  memDb: {
+    kind: 'bool', group: 'Database', default: false,
+    help: 'Keep the database in memory only (tmpfs); nothing survives a restart.',
+  },
+  chunkSize: {
+    kind: 'size', group: 'Database', default: 256 * 1024 * 1024, min: 4096, max: 2 ** 40,
+    help: 'Size in bytes of a chunk: the range of log positions the scavenger weighs and rewrites as a unit.',
+  },
+  httpIp: {
+    kind: 'string', group: 'Interface', default: '127.0.0.1',
+    help: 'IP address the HTTP server listens on.',
+  },
+  httpPort: {
+    kind: 'int', group: 'Interface', default: 2113, min: 0, max: 65535,
+    help: 'TCP port of the HTTP server (0 picks a free port).',
+  },
+  logLevel: {
+    kind: 'enum', group: 'Logging', default: 'info', values: LOG_LEVELS,
+    help: 'Log level of the structured (pino) log written to stdout.',
+  },
+  defaultAdminPassword: {
+    kind: 'string', group: 'Default User', default: 'changeit', secret: true,
+    help: 'Password of the admin user created on the first start of a new database.',
+  },
+  defaultOpsPassword: {
+    kind: 'string', group: 'Default User', default: 'changeit', secret: true,
+    help: 'Password of the ops user created on the first start of a new database.',
+  },
+  allowAnonymousStreamAccess: {
+    kind: 'bool', group: 'Authentication', default: false,
+    help: 'Let requests without credentials read and write streams whose ACL grants $all.',
+  },
+  disableHttpCaching: {
+    kind: 'bool', group: 'Interface', default: false,
+    help: 'Answer every read with no-cache instead of caching immutable pages for a year.',
+  },
+  maxAppendSize: {
+    kind: 'size', group: 'Database', default: 4 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
+    help: 'Largest data + metadata of one event, in bytes; larger events answer 413.',
+  },
+} as const satisfies Record<string, OptionSpec>;
+
+export type OptionName = keyof typeof OPTIONS;
+
+type ValueOf<S extends OptionSpec> = S['kind'] extends 'bool' ? boolean
+  : S['kind'] extends 'int' | 'size' ? number
+  : S['default'] extends undefined ? string | undefined : string;
+
+export type Config = { -readonly [K in OptionName]: ValueOf<(typeof OPTIONS)[K]> };
+
+export function cliFlag(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+export function envVar(name: string): string {
+  return `SVC_${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+export function yamlKey(name: string): string {
+  return name[0].toUpperCase() + name.slice(1);
+}

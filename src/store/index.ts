@@ -1,0 +1,129 @@
+import type { Logger } from 'pino';
+import { Rocks } from './rocks.js';
+import { CommitBus } from './bus.js';
+import { Reader } from './reader.js';
+import { Writer, type AppendResult, type DeleteResult, type ProposedEvent } from './writer.js';
+import { loadStreams, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
+import type { ExpectedVersion } from './expected-version.js';
+
+export { ExpectedVersion } from './expected-version.js';
+export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
+export type { EventRecord } from './record.js';
+export type { ProposedEvent, AppendResult, DeleteResult } from './writer.js';
+export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
+export { originalOf, parseLinkTarget, LINK_EVENT_TYPE } from './reader.js';
+export type { Commit } from './bus.js';
+export type { StreamInfo } from './stream-state.js';
+export * from './metadata.js';
+export { parseUuid, formatUuid, newUuid } from './uuid.js';
+
+export interface StoreOptions {
+  dir: string;
+  inMemory: boolean;
+  chunkSize: number;
+  log: Logger;
+}
+
+/**
+ * The event store: one RocksDB holding the log, the stream index and the stream infos; one
+ * writer; reads; and the commit bus every follower listens to.
+ */
+export class Store {
+  readonly bus = new CommitBus();
+  private readonly reader: Reader;
+  private readonly writer: Writer;
+
+  private constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
+    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number) {
+    this.reader = new Reader(rocks, streams, checkpoint);
+    this.writer = new Writer({
+      rocks, streams, checkpoint, chunkSize, bus: this.bus,
+      metadataOf: (id) => this.reader.metadataOf(id),
+      onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
+    });
+  }
+
+  static async open(options: StoreOptions): Promise<Store> {
+    const rocks = await Rocks.open(options.dir, options.inMemory);
+    const checkpoint = loadWriterCheckpoint(rocks);
+    const streams = loadStreams(rocks);
+    return new Store(rocks, streams, checkpoint, options.chunkSize);
+  }
+
+  get location(): string {
+    return this.rocks.location;
+  }
+
+  /** Number of records in the log. */
+  get recordCount(): number {
+    return this.checkpoint.recordCount;
+  }
+
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  /** The position after the last record: where the next write goes, and where `$all` ends. */
+  get headPosition(): number {
+    return this.checkpoint.nextPosition;
+  }
+
+  get writerStats() {
+    return this.writer.stats;
+  }
+
+  get writerQueueLength(): number {
+    return this.writer.queueLength;
+  }
+
+  get readCounters() {
+    return this.reader.counters;
+  }
+
+  append(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
+    return this.writer.append(streamId, expected, events);
+  }
+
+  /** Soft delete (the stream can be written again) or hard delete (a permanent tombstone). */
+  deleteStream(streamId: string, expected: ExpectedVersion, hard: boolean): Promise<DeleteResult> {
+    return this.writer.delete(streamId, expected, hard);
+  }
+
+  streamInfo(streamId: string): StreamInfo | undefined {
+    return this.reader.streamInfo(streamId);
+  }
+
+  metadataOf(streamId: string) {
+    return this.reader.metadataOf(streamId);
+  }
+
+  readStreamForward(streamId: string, from: number, count: number, resolveLinks = false) {
+    return this.reader.readStreamForward(streamId, from, count, resolveLinks);
+  }
+
+  readStreamBackward(streamId: string, from: number, count: number, resolveLinks = false) {
+    return this.reader.readStreamBackward(streamId, from, count, resolveLinks);
+  }
+
+  readEvent(streamId: string, eventNumber: number, resolveLinks = false) {
+    return this.reader.readEvent(streamId, eventNumber, resolveLinks);
+  }
+
+  readAllForward(position: number, count: number) {
+    return this.reader.readAllForward(position, count);
+  }
+
+  readAllBackward(position: number, count: number) {
+    return this.reader.readAllBackward(position, count);
+  }
+
+  resolveLink(record: import('./record.js').EventRecord) {
+    return this.reader.resolveLink(record);
+  }
+
+  /** Finishes the writes in flight, then closes RocksDB. */
+  async close(): Promise<void> {
+    await this.writer.close();
+    await this.rocks.close();
+  }
+}

@@ -1,0 +1,83 @@
+// Binary key spaces of the one RocksDB instance. Numbers are big-endian so that RocksDB's
+// bytewise key order is numeric order; every key starts with a one-byte space tag.
+//
+//   LOG      0x01 | position u64                  -> record (see record.ts)
+//   INDEX    0x02 | stream u64 | eventNumber u64  -> position u64
+//   STREAM   0x03 | stream name (utf8)            -> stream info (see stream-info.ts)
+//   EVENT_ID 0x04 | stream u64 | event id (16)    -> eventNumber u64 (idempotent retries)
+//   META     0x05 | name (ascii)                  -> subsystem checkpoint (writer state)
+
+export const SPACE = { LOG: 0x01, INDEX: 0x02, STREAM: 0x03, EVENT_ID: 0x04, META: 0x05 } as const;
+
+const TWO_32 = 2 ** 32;
+
+export function writeU64(buf: Buffer, value: number, offset: number): void {
+  buf.writeUInt32BE(Math.floor(value / TWO_32), offset);
+  buf.writeUInt32BE(value >>> 0, offset + 4);
+}
+
+export function readU64(buf: Buffer, offset: number): number {
+  return buf.readUInt32BE(offset) * TWO_32 + buf.readUInt32BE(offset + 4);
+}
+
+export function logKey(position: number): Buffer {
+  const key = Buffer.allocUnsafe(9);
+  key[0] = SPACE.LOG;
+  writeU64(key, position, 1);
+  return key;
+}
+
+export function positionOfLogKey(key: Buffer): number {
+  return readU64(key, 1);
+}
+
+export function indexKey(streamNumber: number, eventNumber: number): Buffer {
+  const key = Buffer.allocUnsafe(17);
+  key[0] = SPACE.INDEX;
+  writeU64(key, streamNumber, 1);
+  writeU64(key, eventNumber, 9);
+  return key;
+}
+
+export function eventNumberOfIndexKey(key: Buffer): number {
+  return readU64(key, 9);
+}
+
+export function streamKey(name: string): Buffer {
+  const nameBytes = Buffer.from(name, 'utf8');
+  const key = Buffer.allocUnsafe(1 + nameBytes.length);
+  key[0] = SPACE.STREAM;
+  nameBytes.copy(key, 1);
+  return key;
+}
+
+export function streamNameOfKey(key: Buffer): string {
+  return key.toString('utf8', 1);
+}
+
+export function eventIdKey(streamNumber: number, eventId: Buffer): Buffer {
+  const key = Buffer.allocUnsafe(25);
+  key[0] = SPACE.EVENT_ID;
+  writeU64(key, streamNumber, 1);
+  eventId.copy(key, 9);
+  return key;
+}
+
+export function metaKey(name: string): Buffer {
+  return Buffer.concat([Buffer.of(SPACE.META), Buffer.from(name, 'ascii')]);
+}
+
+/** The smallest key of a space, and the first key after it: [spaceStart, spaceEnd). */
+export function spaceStart(space: number): Buffer {
+  return Buffer.of(space);
+}
+
+export function spaceEnd(space: number): Buffer {
+  return Buffer.of(space + 1);
+}
+
+export function u64Value(value: number): Buffer {
+  const buf = Buffer.allocUnsafe(8);
+  writeU64(buf, value, 0);
+  return buf;
+}

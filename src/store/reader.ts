@@ -1,0 +1,217 @@
+import { strict as assert } from 'node:assert';
+import type { Rocks } from './rocks.js';
+import { decodeRecord, type EventRecord } from './record.js';
+import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
+import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
+import {
+  EMPTY_METADATA, isMetastream, isSoftDeleted, metastreamOf, parseMetadata, type StreamMetadata,
+} from './metadata.js';
+
+// Reads: stream pages through the stream index, $all pages straight off the log, metadata
+// (cached until its metastream is written) applied to every stream read.
+
+/** A read event. `link` is the `$>` record when a link was resolved; `event` is missing when its target is gone. */
+export interface ResolvedEvent {
+  readonly event?: EventRecord;
+  readonly link?: EventRecord;
+}
+
+export function originalOf(e: ResolvedEvent): EventRecord {
+  return (e.link ?? e.event)!;
+}
+
+export type StreamPage =
+  | { status: 'ok'; events: ResolvedEvent[]; lastEventNumber: number; isEndOfStream: boolean; metadata: StreamMetadata }
+  | { status: 'noStream' }
+  | { status: 'deleted' };
+
+export type SingleEvent =
+  | { status: 'ok'; event: ResolvedEvent; lastEventNumber: number; metadata: StreamMetadata }
+  | { status: 'notFound' | 'noStream' | 'deleted' };
+
+export interface AllPage {
+  records: EventRecord[];
+  /** Forward: where the next forward page starts. Backward: the position the next older page ends before. */
+  nextPosition: number;
+  isEnd: boolean;
+}
+
+/** Metastreams keep only their latest event visible. */
+const METASTREAM_METADATA: StreamMetadata = Object.freeze({ maxCount: 1, raw: { $maxCount: 1 } });
+export const LINK_EVENT_TYPE = '$>';
+
+export interface ReadCounters {
+  cachedRecord: number;
+  notCachedRecord: number;
+  cachedStreamInfo: number;
+  notCachedStreamInfo: number;
+}
+
+export class Reader {
+  private readonly metadataCache = new Map<string, StreamMetadata>();
+  readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
+
+  constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
+    private readonly checkpoint: WriterCheckpoint) {}
+
+  streamInfo(streamId: string): StreamInfo | undefined {
+    return this.streams.get(streamId);
+  }
+
+  forgetMetadata(streamIds: Iterable<string>): void {
+    for (const id of streamIds) this.metadataCache.delete(id);
+  }
+
+  metadataOf(streamId: string): StreamMetadata {
+    if (isMetastream(streamId)) return METASTREAM_METADATA;
+    const cached = this.metadataCache.get(streamId);
+    if (cached) {
+      this.counters.cachedStreamInfo++;
+      return cached;
+    }
+    this.counters.notCachedStreamInfo++;
+    const meta = this.streams.get(metastreamOf(streamId));
+    let metadata = EMPTY_METADATA;
+    if (meta && meta.lastEventNumber >= 0) {
+      const record = this.recordAt(meta, meta.lastEventNumber);
+      if (record) metadata = parseMetadata(record.data);
+    }
+    this.metadataCache.set(streamId, metadata);
+    return metadata;
+  }
+
+  readStreamForward(streamId: string, from: number, count: number, resolveLinks: boolean): StreamPage {
+    const found = this.openStream(streamId);
+    if (found.status !== 'ok') return found;
+    const { info, metadata } = found;
+    const last = info.lastEventNumber;
+    const start = Math.max(from, this.firstVisible(info, metadata));
+    const end = Math.min(from + count - 1, last);
+    const records = start <= end ? this.recordsBetween(info, start, end, false) : [];
+    return {
+      status: 'ok', lastEventNumber: last, metadata, isEndOfStream: from + count > last,
+      events: this.present(records, metadata, resolveLinks),
+    };
+  }
+
+  /** `from` -1 reads from the last event. */
+  readStreamBackward(streamId: string, from: number, count: number, resolveLinks: boolean): StreamPage {
+    const found = this.openStream(streamId);
+    if (found.status !== 'ok') return found;
+    const { info, metadata } = found;
+    const last = info.lastEventNumber;
+    const top = from < 0 ? last : from;
+    const start = Math.max(top - count + 1, this.firstVisible(info, metadata));
+    const end = Math.min(top, last);
+    const records = start <= end ? this.recordsBetween(info, start, end, true) : [];
+    return {
+      status: 'ok', lastEventNumber: last, metadata, isEndOfStream: top - count < this.firstVisible(info, metadata),
+      events: this.present(records, metadata, resolveLinks),
+    };
+  }
+
+  /** One event by number; -1 reads the last one. */
+  readEvent(streamId: string, eventNumber: number, resolveLinks: boolean): SingleEvent {
+    const found = this.openStream(streamId);
+    if (found.status !== 'ok') return found;
+    const { info, metadata } = found;
+    const n = eventNumber < 0 ? info.lastEventNumber : eventNumber;
+    if (n > info.lastEventNumber || n < this.firstVisible(info, metadata)) return { status: 'notFound' };
+    const record = this.recordAt(info, n);
+    const [event] = record ? this.present([record], metadata, resolveLinks) : [];
+    if (!event) return { status: 'notFound' };
+    return { status: 'ok', event, lastEventNumber: info.lastEventNumber, metadata };
+  }
+
+  /** Records at or after `position`, in log order. */
+  readAllForward(position: number, count: number): AllPage {
+    const { keys, values } = this.rocks.scan({ gte: logKey(position), lt: spaceEnd(SPACE.LOG), limit: count });
+    const records = keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]));
+    this.counters.notCachedRecord += records.length;
+    const last = records[records.length - 1];
+    const nextPosition = last ? last.position + last.size : Math.max(position, 0);
+    return { records, nextPosition, isEnd: nextPosition >= this.checkpoint.nextPosition };
+  }
+
+  /** Records before `position`, newest first. */
+  readAllBackward(position: number, count: number): AllPage {
+    const { keys, values } = this.rocks.scan({ gte: logKey(0), lt: logKey(position), limit: count, reverse: true });
+    const records = keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]));
+    this.counters.notCachedRecord += records.length;
+    const oldest = records[records.length - 1];
+    return { records, nextPosition: oldest ? oldest.position : 0, isEnd: records.length < count };
+  }
+
+  get headPosition(): number {
+    return this.checkpoint.nextPosition;
+  }
+
+  private openStream(streamId: string):
+    { status: 'ok'; info: StreamInfo; metadata: StreamMetadata } | { status: 'noStream' } | { status: 'deleted' } {
+    const info = this.streams.get(streamId);
+    if (!info) return { status: 'noStream' };
+    if (info.tombstoned) return { status: 'deleted' };
+    if (info.lastEventNumber < 0) return { status: 'noStream' };
+    const metadata = this.metadataOf(streamId);
+    if (isSoftDeleted(metadata)) return { status: 'noStream' };
+    return { status: 'ok', info, metadata };
+  }
+
+  private firstVisible(info: StreamInfo, metadata: StreamMetadata): number {
+    let first = metadata.truncateBefore ?? 0;
+    if (metadata.maxCount !== undefined) first = Math.max(first, info.lastEventNumber - metadata.maxCount + 1);
+    return first;
+  }
+
+  private recordAt(info: StreamInfo, eventNumber: number): EventRecord | undefined {
+    const pos = this.rocks.get(indexKey(info.streamNumber, eventNumber));
+    if (!pos) return undefined;
+    const position = readU64(pos, 0);
+    const bytes = this.rocks.get(logKey(position));
+    assert(bytes, `the index entry of event ${eventNumber} points at a missing record (position ${position})`);
+    this.counters.notCachedRecord++;
+    return decodeRecord(position, bytes);
+  }
+
+  private recordsBetween(info: StreamInfo, start: number, end: number, reverse: boolean): EventRecord[] {
+    const { values } = this.rocks.scan({
+      gte: indexKey(info.streamNumber, start), lte: indexKey(info.streamNumber, end), reverse,
+    });
+    const positions = values.map((v) => readU64(v, 0));
+    const bytes = this.rocks.getMany(positions.map(logKey));
+    this.counters.notCachedRecord += positions.length;
+    return bytes.map((b, i) => {
+      assert(b, `an index entry points at a missing record (position ${positions[i]})`);
+      return decodeRecord(positions[i], b);
+    });
+  }
+
+  /** Applies $maxAge and, when asked, resolves `$>` links to their targets. */
+  private present(records: EventRecord[], metadata: StreamMetadata, resolveLinks: boolean): ResolvedEvent[] {
+    const oldest = metadata.maxAge === undefined ? -Infinity : Date.now() * 1000 - metadata.maxAge * 1_000_000;
+    const out: ResolvedEvent[] = [];
+    for (const record of records) {
+      if (record.created < oldest) continue;
+      if (resolveLinks && record.eventType === LINK_EVENT_TYPE) out.push(this.resolveLink(record));
+      else out.push({ event: record });
+    }
+    return out;
+  }
+
+  resolveLink(link: EventRecord): ResolvedEvent {
+    const target = parseLinkTarget(link.data);
+    if (!target) return { link };
+    const found = this.readEvent(target.streamId, target.eventNumber, false);
+    return found.status === 'ok' ? { event: found.event.event, link } : { link };
+  }
+}
+
+/** A link event's data is `<eventNumber>@<streamId>`. */
+export function parseLinkTarget(data: Buffer): { eventNumber: number; streamId: string } | undefined {
+  const text = data.toString('utf8');
+  const at = text.indexOf('@');
+  if (at <= 0) return undefined;
+  const eventNumber = Number(text.slice(0, at));
+  if (!Number.isSafeInteger(eventNumber) || eventNumber < 0) return undefined;
+  return { eventNumber, streamId: text.slice(at + 1) };
+}

@@ -1,0 +1,76 @@
+import { strict as assert } from 'node:assert';
+
+// The log record codec. A compact binary header followed by the raw data and metadata bytes
+// exactly as received (never re-encoded):
+//
+//   u8  version (1)      u8  flags            f64 eventNumber      f64 created (µs since epoch)
+//   16  event id         u16 stream length    u16 type length      u32 data length
+//   u32 metadata length  stream bytes         type bytes           data bytes   metadata bytes
+
+const VERSION = 1;
+const HEADER = 1 + 1 + 8 + 8 + 16 + 2 + 2 + 4 + 4;
+
+export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02 } as const;
+
+export interface NewRecord {
+  streamId: string;
+  eventNumber: number;
+  eventId: Buffer; // 16 bytes
+  eventType: string;
+  isJson: boolean;
+  data: Buffer;
+  metadata: Buffer;
+  created: number; // µs since the Unix epoch
+  tombstone?: boolean;
+}
+
+/** A record read back from the log. `data` and `metadata` are views into the stored bytes. */
+export interface EventRecord extends NewRecord {
+  position: number;
+  size: number;
+}
+
+export function encodeRecord(r: NewRecord): Buffer {
+  const stream = Buffer.from(r.streamId, 'utf8');
+  const type = Buffer.from(r.eventType, 'utf8');
+  assert(stream.length < 65536 && type.length < 65536, 'stream name and event type are limited to 64 KiB');
+  assert(r.eventId.length === 16, 'an event id is 16 bytes');
+  const buf = Buffer.allocUnsafe(HEADER + stream.length + type.length + r.data.length + r.metadata.length);
+  let o = 0;
+  buf[o++] = VERSION;
+  buf[o++] = (r.isJson ? FLAG.JSON : 0) | (r.tombstone ? FLAG.TOMBSTONE : 0);
+  buf.writeDoubleBE(r.eventNumber, o); o += 8;
+  buf.writeDoubleBE(r.created, o); o += 8;
+  r.eventId.copy(buf, o); o += 16;
+  buf.writeUInt16BE(stream.length, o); o += 2;
+  buf.writeUInt16BE(type.length, o); o += 2;
+  buf.writeUInt32BE(r.data.length, o); o += 4;
+  buf.writeUInt32BE(r.metadata.length, o); o += 4;
+  o += stream.copy(buf, o);
+  o += type.copy(buf, o);
+  o += r.data.copy(buf, o);
+  r.metadata.copy(buf, o);
+  return buf;
+}
+
+export function decodeRecord(position: number, buf: Buffer): EventRecord {
+  assert(buf[0] === VERSION, `unknown record version ${buf[0]} at position ${position}`);
+  const flags = buf[1];
+  const eventNumber = buf.readDoubleBE(2);
+  const created = buf.readDoubleBE(10);
+  const eventId = buf.subarray(18, 34);
+  const streamLength = buf.readUInt16BE(34);
+  const typeLength = buf.readUInt16BE(36);
+  const dataLength = buf.readUInt32BE(38);
+  const metadataLength = buf.readUInt32BE(42);
+  let o = HEADER;
+  const streamId = buf.toString('utf8', o, o + streamLength); o += streamLength;
+  const eventType = buf.toString('utf8', o, o + typeLength); o += typeLength;
+  const data = buf.subarray(o, o + dataLength); o += dataLength;
+  const metadata = buf.subarray(o, o + metadataLength);
+  return {
+    position, size: buf.length, streamId, eventNumber, eventId, eventType,
+    isJson: (flags & FLAG.JSON) !== 0, tombstone: (flags & FLAG.TOMBSTONE) !== 0,
+    data, metadata, created,
+  };
+}

@@ -1,0 +1,49 @@
+/** Figures of the group-commit writer, as /stats reports them under svc.writer and svc.queue. */
+export class WriterStats {
+  lastFlushSize = 0;
+  lastFlushDelayMs = 0;
+  maxFlushSize = 0;
+  maxFlushDelayMs = 0;
+  private flushes = 0;
+  private totalFlushSize = 0;
+  private totalFlushDelayMs = 0;
+  totalItemsProcessed = 0;
+  lengthLifetimePeak = 0;
+  private peakWindowStart = 0;
+  lengthCurrentTryPeak = 0;
+  currentLength = 0;
+  lastWaitMs = 0;
+
+  queued(length: number): void {
+    this.currentLength = length;
+    if (length > this.lengthLifetimePeak) this.lengthLifetimePeak = length;
+    const now = performance.now();
+    if (now - this.peakWindowStart > 100) {
+      this.peakWindowStart = now;
+      this.lengthCurrentTryPeak = length;
+    } else if (length > this.lengthCurrentTryPeak) {
+      this.lengthCurrentTryPeak = length;
+    }
+  }
+
+  flushed(size: number, delayMs: number, oldestEnqueued: number, remaining: number): void {
+    this.lastFlushSize = size;
+    this.lastFlushDelayMs = delayMs;
+    this.maxFlushSize = Math.max(this.maxFlushSize, size);
+    this.maxFlushDelayMs = Math.max(this.maxFlushDelayMs, delayMs);
+    this.flushes++;
+    this.totalFlushSize += size;
+    this.totalFlushDelayMs += delayMs;
+    this.totalItemsProcessed += size;
+    this.currentLength = remaining;
+    this.lastWaitMs = performance.now() - oldestEnqueued;
+  }
+
+  get meanFlushSize(): number {
+    return this.flushes === 0 ? 0 : this.totalFlushSize / this.flushes;
+  }
+
+  get meanFlushDelayMs(): number {
+    return this.flushes === 0 ? 0 : this.totalFlushDelayMs / this.flushes;
+  }
+}

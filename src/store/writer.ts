@@ -1,0 +1,361 @@
+import { strict as assert } from 'node:assert';
+import type { Rocks, BatchOp } from './rocks.js';
+import type { CommitBus } from './bus.js';
+import type { ExpectedVersion } from './expected-version.js';
+import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
+import { encodeRecord, type EventRecord, type NewRecord } from './record.js';
+import { eventIdKey, indexKey, logKey, readU64, u64Value } from './keys.js';
+import {
+  encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
+  type StreamInfo, type WriterCheckpoint,
+} from './stream-state.js';
+import {
+  isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, SOFT_DELETED_TB_TEXT, type StreamMetadata,
+} from './metadata.js';
+import { newUuid } from './uuid.js';
+import { WriterStats } from './writer-stats.js';
+
+// The single writer. Appends and deletes wait in one queue; each flush drains it into ONE
+// RocksDB write batch (log records, index entries, stream infos and the writer checkpoint
+// together) written with sync, and only then acknowledges them and publishes the commit.
+// Expected-version and idempotency checks run here, against the in-memory stream infos, so
+// concurrent writers to one stream are serialised without locks.
+
+export interface ProposedEvent {
+  eventId: Buffer;
+  eventType: string;
+  isJson: boolean;
+  data: Buffer;
+  metadata: Buffer;
+}
+
+export interface AppendResult {
+  firstEventNumber: number;
+  lastEventNumber: number;
+  /** Log position of the first event (of the original write when the append was a retry). */
+  position: number;
+  /** True when every event was already in the stream: nothing was written. */
+  idempotent: boolean;
+}
+
+export interface DeleteResult { position: number }
+
+type Pending =
+  | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[];
+      resolve: (r: AppendResult) => void; reject: (e: Error) => void; enqueued: number }
+  | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
+      resolve: (r: DeleteResult) => void; reject: (e: Error) => void; enqueued: number };
+
+export interface WriterDeps {
+  rocks: Rocks;
+  streams: Map<string, StreamInfo>;
+  checkpoint: WriterCheckpoint;
+  chunkSize: number;
+  bus: CommitBus;
+  /** Current metadata of a stream (reads its metastream). */
+  metadataOf: (streamId: string) => StreamMetadata;
+  /** Called after a batch that wrote to the metastreams of these streams. */
+  onMetadataChanged: (streamIds: Iterable<string>) => void;
+}
+
+const MAX_OPS_PER_FLUSH = 4096;
+const MAX_BYTES_PER_FLUSH = 16 * 1024 * 1024;
+const METADATA_EVENT_TYPE = '$metadata';
+
+/** The batch being built by one flush: stream infos and event ids changed so far overlay the committed ones. */
+class BatchBuilder {
+  readonly ops: BatchOp[] = [];
+  readonly records: EventRecord[] = [];
+  readonly infos = new Map<string, StreamInfo>();
+  readonly newEventIds = new Map<string, number>();
+  /** Streams whose metastream this batch writes: their metadata is not known until it commits. */
+  readonly metadataWritten = new Set<string>();
+  bytes = 0;
+
+  constructor(private readonly deps: WriterDeps, public position: number, public nextStreamNumber: number,
+    public recordCount: number) {}
+
+  info(streamId: string): StreamInfo | undefined {
+    return this.infos.get(streamId) ?? this.deps.streams.get(streamId);
+  }
+
+  ensureInfo(streamId: string): StreamInfo {
+    const existing = this.info(streamId);
+    if (existing) return existing;
+    const created: StreamInfo = { streamNumber: this.nextStreamNumber++, lastEventNumber: -1, tombstoned: false };
+    this.infos.set(streamId, created);
+    return created;
+  }
+
+  /** Event number of `eventId` in the stream, if it was ever written there. */
+  eventNumberOf(info: StreamInfo, eventId: Buffer): number | undefined {
+    const key = eventIdKey(info.streamNumber, eventId);
+    const pending = this.newEventIds.get(key.toString('latin1'));
+    if (pending !== undefined) return pending;
+    const stored = this.deps.rocks.get(key);
+    return stored ? readU64(stored, 0) : undefined;
+  }
+
+  positionOf(info: StreamInfo, eventNumber: number): number {
+    const stored = this.deps.rocks.get(indexKey(info.streamNumber, eventNumber));
+    if (stored) return readU64(stored, 0);
+    const pending = this.records.find((r) => r.eventNumber === eventNumber && this.info(r.streamId) === info);
+    return pending ? pending.position : -1;
+  }
+
+  addRecord(streamId: string, info: StreamInfo, record: Omit<NewRecord, 'streamId' | 'created'>, created: number): EventRecord {
+    const full: NewRecord = { ...record, streamId, created };
+    const bytes = encodeRecord(full);
+    let position = this.position;
+    const room = this.deps.chunkSize - (position % this.deps.chunkSize);
+    // A record never straddles a chunk boundary unless it is larger than a chunk.
+    if (bytes.length > room && bytes.length <= this.deps.chunkSize) position += room;
+    assert(position >= this.position, 'log positions strictly increase');
+    this.position = position + bytes.length;
+    this.ops.push([logKey(position), bytes]);
+    if (!full.tombstone) {
+      assert(record.eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
+      this.ops.push([indexKey(info.streamNumber, record.eventNumber), u64Value(position)]);
+      const idKey = eventIdKey(info.streamNumber, record.eventId);
+      this.ops.push([idKey, u64Value(record.eventNumber)]);
+      this.newEventIds.set(idKey.toString('latin1'), record.eventNumber);
+    }
+    this.bytes += bytes.length;
+    this.recordCount++;
+    const stored: EventRecord = { ...full, position, size: bytes.length };
+    this.records.push(stored);
+    return stored;
+  }
+
+  setInfo(streamId: string, info: StreamInfo): void {
+    this.infos.set(streamId, info);
+  }
+}
+
+export class Writer {
+  private readonly queue: Pending[] = [];
+  private scheduled = false;
+  private closed = false;
+  private drained: (() => void) | undefined;
+  readonly stats = new WriterStats();
+
+  constructor(private readonly deps: WriterDeps) {}
+
+  get queueLength(): number {
+    return this.queue.length;
+  }
+
+  append(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
+    assert(events.length > 0, 'an append carries at least one event');
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'append', streamId, expected, events, resolve, reject, enqueued: performance.now() });
+    });
+  }
+
+  delete(streamId: string, expected: ExpectedVersion, hard: boolean): Promise<DeleteResult> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'delete', streamId, expected, hard, resolve, reject, enqueued: performance.now() });
+    });
+  }
+
+  /** Stops taking writes and resolves once every write already queued is durable (or failed). */
+  close(): Promise<void> {
+    this.closed = true;
+    if (this.queue.length === 0 && !this.scheduled) return Promise.resolve();
+    return new Promise((resolve) => { this.drained = resolve; });
+  }
+
+  private enqueue(op: Pending): void {
+    if (this.closed) {
+      op.reject(new StoreClosedError());
+      return;
+    }
+    this.queue.push(op);
+    this.stats.queued(this.queue.length);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    const { checkpoint } = this.deps;
+    const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
+    const outcomes: (() => void)[] = [];
+    const taken: Pending[] = [];
+    const now = Date.now() * 1000;
+    while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH) {
+      const op = this.queue[0];
+      const target = isMetastream(op.streamId) ? originalStreamOf(op.streamId) : op.streamId;
+      if (builder.metadataWritten.has(target)) break; // its metadata changes in this batch: next flush
+      this.queue.shift();
+      taken.push(op);
+      try {
+        if (op.kind === 'append') {
+          const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
+          outcomes.push(() => op.resolve(result));
+        } else {
+          const result = this.planDelete(builder, op.streamId, op.expected, op.hard, now);
+          outcomes.push(() => op.resolve(result));
+        }
+      } catch (err) {
+        if (!(err instanceof WrongExpectedVersionError || err instanceof StreamDeletedError)) throw err;
+        outcomes.push(() => op.reject(err));
+      }
+    }
+
+    const started = performance.now();
+    try {
+      if (builder.records.length > 0) this.commit(builder);
+    } catch (err) {
+      for (const op of taken) op.reject(err as Error);
+      this.afterFlush();
+      return;
+    }
+    this.stats.flushed(taken.length, performance.now() - started, taken[0]?.enqueued ?? started, this.queue.length);
+    for (const outcome of outcomes) outcome();
+    if (builder.records.length > 0) {
+      this.deps.bus.publish({ records: builder.records, nextPosition: checkpoint.nextPosition });
+    }
+    this.afterFlush();
+  }
+
+  private afterFlush(): void {
+    if (this.queue.length > 0) {
+      setImmediate(() => this.flush());
+    } else {
+      this.scheduled = false;
+      this.drained?.();
+    }
+  }
+
+  private commit(builder: BatchBuilder): void {
+    const { checkpoint, streams } = this.deps;
+    const next: WriterCheckpoint = {
+      nextPosition: builder.position, nextStreamNumber: builder.nextStreamNumber, recordCount: builder.recordCount,
+    };
+    for (const [name, info] of builder.infos) builder.ops.push(streamInfoOp(name, info));
+    builder.ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(next)]);
+    this.deps.rocks.write(builder.ops, true);
+    // Durable: now make it visible.
+    for (const [name, info] of builder.infos) streams.set(name, info);
+    Object.assign(checkpoint, next);
+    if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
+  }
+
+  private planAppend(b: BatchBuilder, streamId: string, expected: ExpectedVersion, events: ProposedEvent[],
+    now: number): AppendResult {
+    const existing = b.info(streamId);
+    if (existing?.tombstoned) throw new StreamDeletedError(streamId);
+    const metadata = this.deps.metadataOf(streamId);
+    const softDeleted = isSoftDeleted(metadata);
+    const current = existing?.lastEventNumber ?? -1;
+
+    const retry = this.checkExpected(b, streamId, existing, current, softDeleted, expected, events);
+    if (retry) return retry;
+
+    const info = b.ensureInfo(streamId);
+    let last = info.lastEventNumber;
+    let firstPosition = -1;
+    for (const e of events) {
+      const record = b.addRecord(streamId, { ...info, lastEventNumber: last }, {
+        eventNumber: last + 1, eventId: e.eventId, eventType: e.eventType, isJson: e.isJson, data: e.data, metadata: e.metadata,
+      }, now);
+      if (firstPosition < 0) firstPosition = record.position;
+      last++;
+    }
+    b.setInfo(streamId, { ...info, lastEventNumber: last });
+    if (isMetastream(streamId)) b.metadataWritten.add(originalStreamOf(streamId));
+    if (softDeleted) {
+      // Recreating a soft-deleted stream: the old events stay hidden behind a new $tb.
+      const { $tb: _, ...rest } = metadata.raw;
+      this.writeMetadata(b, streamId, { ...rest, $tb: current + 1 }, now);
+    }
+    return { firstEventNumber: current + 1, lastEventNumber: last, position: firstPosition, idempotent: false };
+  }
+
+  /** Throws on a mismatch; returns the earlier result when the events are a retry of a completed write. */
+  private checkExpected(b: BatchBuilder, streamId: string, info: StreamInfo | undefined, current: number,
+    softDeleted: boolean, expected: ExpectedVersion, events: ProposedEvent[]): AppendResult | undefined {
+    const wrong = () => new WrongExpectedVersionError(streamId, current);
+    switch (expected.kind) {
+      case 'any':
+        return info ? this.retryAt(b, streamId, info, events, undefined, current) : undefined;
+      case 'noStream':
+        if (current === -1 || softDeleted) return undefined;
+        return this.retryAt(b, streamId, info!, events, 0, current) ?? (() => { throw wrong(); })();
+      case 'streamExists':
+        if (softDeleted) throw new StreamDeletedError(streamId);
+        if (current === -1 && !b.info(metastreamOf(streamId))) throw wrong();
+        return info ? this.retryAt(b, streamId, info, events, undefined, current) : undefined;
+      case 'exact':
+        if (expected.version === current) return undefined;
+        if (info && expected.version < current) {
+          const retry = this.retryAt(b, streamId, info, events, expected.version + 1, current);
+          if (retry) return retry;
+        }
+        throw wrong();
+    }
+  }
+
+  /**
+   * Idempotency: the batch is a retry when its first event id is already in the stream (at
+   * `at`, if given) and the following ids match the following events. A partial match is a
+   * conflict, not a retry.
+   */
+  private retryAt(b: BatchBuilder, streamId: string, info: StreamInfo, events: ProposedEvent[],
+    at: number | undefined, current: number): AppendResult | undefined {
+    const first = b.eventNumberOf(info, events[0].eventId);
+    if (first === undefined || (at !== undefined && first !== at)) return undefined;
+    for (let i = 1; i < events.length; i++) {
+      if (b.eventNumberOf(info, events[i].eventId) !== first + i) throw new WrongExpectedVersionError(streamId, current);
+    }
+    return {
+      firstEventNumber: first, lastEventNumber: first + events.length - 1,
+      position: b.positionOf(info, first), idempotent: true,
+    };
+  }
+
+  private planDelete(b: BatchBuilder, streamId: string, expected: ExpectedVersion, hard: boolean, now: number): DeleteResult {
+    const existing = b.info(streamId);
+    if (existing?.tombstoned) throw new StreamDeletedError(streamId);
+    const current = existing?.lastEventNumber ?? -1;
+    const metadata = this.deps.metadataOf(streamId);
+    const softDeleted = isSoftDeleted(metadata);
+    const hasMetastream = b.info(metastreamOf(streamId)) !== undefined;
+    switch (expected.kind) {
+      case 'noStream': if (current !== -1 && !softDeleted) throw new WrongExpectedVersionError(streamId, current); break;
+      case 'streamExists': if (current === -1 && !hasMetastream) throw new WrongExpectedVersionError(streamId, current); break;
+      case 'exact': if (expected.version !== current) throw new WrongExpectedVersionError(streamId, current); break;
+      case 'any': break;
+    }
+    if (!hard) {
+      if (current === -1 && !hasMetastream) throw new WrongExpectedVersionError(streamId, current);
+      return { position: this.writeMetadataText(b, streamId, `{"$tb":${SOFT_DELETED_TB_TEXT}}`, now) };
+    }
+    const info = b.ensureInfo(streamId);
+    const record = b.addRecord(streamId, info, {
+      eventNumber: TOMBSTONE_EVENT_NUMBER, eventId: newUuid(), eventType: '$streamDeleted', isJson: false,
+      data: Buffer.alloc(0), metadata: Buffer.alloc(0), tombstone: true,
+    }, now);
+    b.setInfo(streamId, { ...info, tombstoned: true });
+    b.metadataWritten.add(streamId);
+    return { position: record.position };
+  }
+
+  private writeMetadata(b: BatchBuilder, streamId: string, doc: Record<string, unknown>, now: number): number {
+    return this.writeMetadataText(b, streamId, JSON.stringify(doc), now);
+  }
+
+  private writeMetadataText(b: BatchBuilder, streamId: string, json: string, now: number): number {
+    const meta = metastreamOf(streamId);
+    const info = b.ensureInfo(meta);
+    const record = b.addRecord(meta, info, {
+      eventNumber: info.lastEventNumber + 1, eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true,
+      data: Buffer.from(json, 'utf8'), metadata: Buffer.alloc(0),
+    }, now);
+    b.setInfo(meta, { ...info, lastEventNumber: info.lastEventNumber + 1 });
+    b.metadataWritten.add(streamId);
+    return record.position;
+  }
+}
