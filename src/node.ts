@@ -5,7 +5,7 @@ import type { Config } from './config/index.js';
 import { Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
-import { buildApp } from './api/app.js';
+import { buildApp, markDraining } from './api/app.js';
 import { createLogger } from './logger.js';
 
 // Wires the subsystems together: the store, users and access control, then the HTTP API.
@@ -46,6 +46,7 @@ export async function startNode(config: Config, log: Logger = createLogger(confi
     close() {
       closing ??= (async () => {
         log.info('shutting down: no new requests; finishing the writes in flight');
+        markDraining(server);
         await server.close();
         users.stop();
         await store.close();

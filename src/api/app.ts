@@ -18,6 +18,13 @@ const ALLOW_HEADERS = [
 ].join(', ');
 const EXPOSE_HEADERS = ['Location', ...['Position', 'CurrentVersion'].flatMap((h) => [`SVC-${h}`, `Kurrent-${h}`, `ES-${h}`])].join(', ');
 
+const draining = new WeakSet<FastifyInstance>();
+
+/** From now on responses close their connections; call before `app.close()`. */
+export function markDraining(app: FastifyInstance): void {
+  draining.add(app);
+}
+
 export function buildApp(ctx: ApiContext, options: { https?: Record<string, unknown> } = {}): FastifyInstance {
   const app = Fastify({
     logger: false,
@@ -44,6 +51,12 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
       throw new ApiError('UNAUTHORIZED', '', { 'WWW-Authenticate': BAD_CREDENTIALS_CHALLENGE });
     }
     req.principal = result.principal;
+  });
+
+  // While shutting down, every answer closes its connection, so keep-alive clients cannot hold
+  // the server open (and the requests in flight still get their answers).
+  app.addHook('onSend', async (_req, reply) => {
+    if (draining.has(app)) reply.header('Connection', 'close');
   });
 
   app.options('*', async (_req, reply) => reply.code(200).send());

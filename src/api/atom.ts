@@ -110,6 +110,7 @@ function richFields(e: ResolvedEvent, embed: Embed): Record<string, unknown> {
   out.linkMetaData = linkMetaText;
   if (event) out.streamId = event.streamId;
   out.isJson = isJson;
+  out.isRedacted = false;
   out.isMetaData = metaText !== null;
   out.isLinkMetaData = linkMetaText !== null;
   out.positionEventNumber = position.eventNumber;

@@ -9,7 +9,6 @@ import { requestMediaType, MEDIA } from './media.js';
 import { ARRAY_TYPES, INCOMING_TYPES, SINGLE_TYPES, parseEventArray, singleEvent } from './append-body.js';
 import { baseUrl, eventUrl } from './urls.js';
 import { requireAccess, sendText, type ApiContext } from './context.js';
-import { ALL_STREAM } from '../auth/access.js';
 
 // Writes to streams: appends in the array, single-body and idempotent-URL forms, metadata
 // writes, and soft and hard deletes.
@@ -56,8 +55,7 @@ function checkMetadataEvents(events: ProposedEvent[]): void {
 
 async function appendAndAnswer(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string,
   events: ProposedEvent[]): Promise<FastifyReply> {
-  if (streamId === ALL_STREAM) throw new ApiError('UNAUTHORIZED');
-  requireAccess(ctx, req, 'w', streamId);
+  requireAccess(ctx, req, 'w', streamId); // refuses $all for everyone
   booleanHeader(req, 'RequireLeader', false); // a single node is always the leader; the header is only validated
   if (isMetastream(streamId)) checkMetadataEvents(events);
   const result = await ctx.store.append(streamId, expectedVersion(req), events);
@@ -123,7 +121,6 @@ export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): voi
 
   app.delete('/streams/:stream', async (req, reply) => {
     const streamId = streamParam(req);
-    if (streamId === ALL_STREAM) throw new ApiError('UNAUTHORIZED');
     requireAccess(ctx, req, 'd', streamId);
     const hard = booleanHeader(req, 'HardDelete', false);
     booleanHeader(req, 'RequireLeader', false);

@@ -29,6 +29,7 @@ export class UserStore {
   private readonly accounts = new Map<string, UserAccount>();
   /** Verified `Authorization` header values: scrypt runs once per credential, not per request. */
   private readonly verified = new Map<string, Principal>();
+  private readonly verifying = new Map<string, Promise<AuthResult>>();
   private unsubscribe: () => void = () => {};
 
   constructor(private readonly store: Store, private readonly log: Logger) {}
@@ -70,10 +71,19 @@ export class UserStore {
     }]);
   }
 
-  /** Checks an `Authorization: Basic` header value. */
-  async authenticate(header: string): Promise<AuthResult> {
+  /** Checks an `Authorization: Basic` header value; concurrent checks of one value share one scrypt run. */
+  authenticate(header: string): Promise<AuthResult> {
     const known = this.verified.get(header);
-    if (known) return { ok: true, principal: known };
+    if (known) return Promise.resolve({ ok: true, principal: known });
+    let running = this.verifying.get(header);
+    if (!running) {
+      running = this.verify(header).finally(() => this.verifying.delete(header));
+      this.verifying.set(header, running);
+    }
+    return running;
+  }
+
+  private async verify(header: string): Promise<AuthResult> {
     const credentials = parseBasic(header);
     if (!credentials) return { ok: false };
     const account = this.accounts.get(credentials.login);
@@ -81,7 +91,7 @@ export class UserStore {
     if (!(await verifyPassword(credentials.password, account.password))) return { ok: false };
     // The account may have changed while scrypt ran.
     const current = this.accounts.get(credentials.login);
-    if (current !== account) return this.authenticate(header);
+    if (current !== account) return this.verify(header);
     const principal = userPrincipal(account.loginName, account.groups);
     if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
     this.verified.set(header, principal);

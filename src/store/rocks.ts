@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RocksLevel } from '@nxtedition/rocksdb';
+import { SyncWriteThread } from './sync-thread.js';
 
 // The RocksDB handle and the few synchronous calls the store makes. The store serialises all
 // writes through one writer, and reads are short range scans, so synchronous native calls
@@ -11,10 +12,12 @@ import { RocksLevel } from '@nxtedition/rocksdb';
 export interface Range { gte?: Buffer; gt?: Buffer; lt?: Buffer; lte?: Buffer; limit?: number; reverse?: boolean }
 export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buffer];
 
-const NO_OPTIONS = {};
-
 export class Rocks {
-  private constructor(private readonly db: RocksLevel, readonly location: string, private readonly ephemeral: boolean) {}
+  private readonly syncThread: SyncWriteThread;
+
+  private constructor(private readonly db: RocksLevel, readonly location: string, private readonly ephemeral: boolean) {
+    this.syncThread = new SyncWriteThread(db.handle);
+  }
 
   /** Opens (creating) the database in `dir`; `inMemory` puts it on tmpfs and removes it on close. */
   static async open(dir: string, inMemory: boolean): Promise<Rocks> {
@@ -44,16 +47,9 @@ export class Rocks {
     return this.db._getManySync([key], { valueEncoding: 'buffer' })[0];
   }
 
-  /** Writes all operations atomically; with `sync` the call returns only once they are durable. */
-  write(ops: readonly BatchOp[], sync: boolean): void {
-    const batch = this.db.batch();
-    for (const op of ops) {
-      // The underscore methods skip abstract-level's value encoding, which would transcode buffers.
-      if (op.length === 2) batch._put(op[0], op[1], NO_OPTIONS);
-      else batch._del(op[0], NO_OPTIONS);
-    }
-    batch._writeSync({ sync });
-    void batch.close();
+  /** Writes all operations atomically on the sync thread; resolves once they are durable. */
+  writeDurable(ops: readonly BatchOp[]): Promise<void> {
+    return this.syncThread.write(ops);
   }
 
   property(name: string): string | undefined {
@@ -65,6 +61,7 @@ export class Rocks {
   }
 
   async close(): Promise<void> {
+    await this.syncThread.stop();
     await this.db.close();
     if (this.ephemeral) rmSync(this.location, { recursive: true, force: true });
   }

@@ -204,20 +204,25 @@ export class Writer {
       }
     }
 
-    const started = performance.now();
-    try {
-      if (builder.records.length > 0) this.commit(builder);
-    } catch (err) {
-      for (const op of taken) op.reject(err as Error);
+    if (builder.records.length === 0) {
+      this.stats.flushed(taken.length, 0, taken[0]?.enqueued ?? performance.now(), this.queue.length);
+      for (const outcome of outcomes) outcome();
       this.afterFlush();
       return;
     }
-    this.stats.flushed(taken.length, performance.now() - started, taken[0]?.enqueued ?? started, this.queue.length);
-    for (const outcome of outcomes) outcome();
-    if (builder.records.length > 0) {
-      this.deps.bus.publish({ records: builder.records, nextPosition: checkpoint.nextPosition });
-    }
-    this.afterFlush();
+    const next = this.prepareCommit(builder);
+    const started = performance.now();
+    this.deps.rocks.writeDurable(builder.ops).then(() => {
+      // Durable: now make it visible, acknowledge, and tell the followers.
+      this.applyCommit(builder, next);
+      this.stats.flushed(taken.length, performance.now() - started, taken[0].enqueued, this.queue.length);
+      for (const outcome of outcomes) outcome();
+      this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+      this.afterFlush();
+    }, (err: Error) => {
+      for (const op of taken) op.reject(err);
+      this.afterFlush();
+    });
   }
 
   private afterFlush(): void {
@@ -229,17 +234,19 @@ export class Writer {
     }
   }
 
-  private commit(builder: BatchBuilder): void {
-    const { checkpoint, streams } = this.deps;
+  /** Adds the stream infos and the writer checkpoint to the batch: they commit with the records. */
+  private prepareCommit(builder: BatchBuilder): WriterCheckpoint {
     const next: WriterCheckpoint = {
       nextPosition: builder.position, nextStreamNumber: builder.nextStreamNumber, recordCount: builder.recordCount,
     };
     for (const [name, info] of builder.infos) builder.ops.push(streamInfoOp(name, info));
     builder.ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(next)]);
-    this.deps.rocks.write(builder.ops, true);
-    // Durable: now make it visible.
-    for (const [name, info] of builder.infos) streams.set(name, info);
-    Object.assign(checkpoint, next);
+    return next;
+  }
+
+  private applyCommit(builder: BatchBuilder, next: WriterCheckpoint): void {
+    for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
+    Object.assign(this.deps.checkpoint, next);
     if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
   }
 

@@ -1,0 +1,74 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, helpText, loadConfig, OPTIONS } from '../src/config/index.js';
+
+function yamlFile(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'svc-config-')), 'config.yaml');
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const { config, sources } = loadConfig([]);
+    expect(config).toMatchObject({
+      db: './data', memDb: false, httpIp: '127.0.0.1', httpPort: 2113, chunkSize: 256 * 1024 * 1024,
+      logLevel: 'info', defaultAdminPassword: 'changeit', defaultOpsPassword: 'changeit',
+    });
+    expect(sources.httpPort).toBe('default');
+  });
+
+  it('applies defaults < YAML < environment < command line', () => {
+    const path = yamlFile('HttpPort: 3000\nDb: /from/yaml\nLogLevel: debug\nMemDb: true\n');
+    const { config, sources } = loadConfig(
+      ['--config', path, '--http-port', '5000'],
+      { SVC_HTTP_PORT: '4000', SVC_DB: '/from/env' },
+    );
+    expect(config.httpPort).toBe(5000);
+    expect(sources.httpPort).toBe('command line');
+    expect(config.db).toBe('/from/env');
+    expect(sources.db).toBe('environment');
+    expect(config.logLevel).toBe('debug');
+    expect(sources.logLevel).toBe('yaml');
+    expect(config.memDb).toBe(true);
+  });
+
+  it('reads the config path from the environment too', () => {
+    const path = yamlFile('HttpIp: 0.0.0.0\n');
+    expect(loadConfig([], { SVC_CONFIG: path }).config.httpIp).toBe('0.0.0.0');
+  });
+
+  it('takes --flag=value, bare boolean flags and explicit booleans', () => {
+    expect(loadConfig(['--http-port=7000']).config.httpPort).toBe(7000);
+    expect(loadConfig(['--mem-db']).config.memDb).toBe(true);
+    expect(loadConfig(['--mem-db', 'false']).config.memDb).toBe(false);
+    expect(loadConfig(['--mem-db', '--http-port', '1']).config).toMatchObject({ memDb: true, httpPort: 1 });
+  });
+
+  it('rejects an unknown option with one line naming it', () => {
+    expect(() => loadConfig(['--no-such-option', '1'])).toThrow(ConfigError);
+    expect(() => loadConfig(['--no-such-option', '1'])).toThrow(/--no-such-option/);
+    expect(() => loadConfig([], { SVC_BOGUS: '1' })).toThrow(/SVC_BOGUS/);
+    expect(() => loadConfig(['--config', yamlFile('Bogus: 1\n')])).toThrow(/Bogus/);
+  });
+
+  it('rejects invalid values naming the option and what is allowed', () => {
+    expect(() => loadConfig(['--http-port', 'abc'])).toThrow(/--http-port.*integer from 0 to 65535/);
+    expect(() => loadConfig(['--http-port', '70000'])).toThrow(/--http-port/);
+    expect(() => loadConfig(['--log-level', 'loud'])).toThrow(/--log-level.*one of fatal, error/);
+    expect(() => loadConfig([], { SVC_MEM_DB: 'maybe' })).toThrow(/SVC_MEM_DB.*true or false/);
+    expect(() => loadConfig(['--http-port'])).toThrow(/needs a value/);
+    expect(() => loadConfig(['--config', yamlFile('HttpPort: [1, 2]\n')])).toThrow(/HttpPort/);
+  });
+
+  it('help lists every option with its default and names', () => {
+    const text = helpText();
+    for (const name of Object.keys(OPTIONS)) {
+      const flag = name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+      expect(text).toContain(`--${flag}`);
+    }
+    expect(text).toContain('default: 2113; YAML: HttpPort; environment: SVC_HTTP_PORT');
+  });
+});

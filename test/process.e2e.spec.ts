@@ -1,0 +1,100 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runMain, spawnNode } from './support/process.js';
+import { ADMIN, EVENTS_JSON } from './support/node.js';
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-proc-'));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }); });
+
+async function appendOne(url: string, stream: string, i: number): Promise<number> {
+  const res = await fetch(`${url}/streams/${stream}`, {
+    method: 'POST',
+    headers: { Authorization: ADMIN, 'Content-Type': EVENTS_JSON },
+    body: JSON.stringify([{ eventId: crypto.randomUUID(), eventType: 'Tick', data: { i } }]),
+  });
+  await res.arrayBuffer(); // an unread body would hold its connection
+  return res.status;
+}
+
+describe('the server process', () => {
+  it('--help prints every option with its default, --version the version', async () => {
+    const help = await runMain(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--http-port');
+    expect(help.stdout).toContain('default: 2113');
+    const version = await runMain(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('an unknown option or invalid value stops the start with one clear line', async () => {
+    const unknown = await runMain(['--frobnicate', '1']);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
+    expect(unknown.stderr).toContain('--frobnicate');
+    const invalid = await runMain(['--http-port', 'lots']);
+    expect(invalid.code).not.toBe(0);
+    expect(invalid.stderr.trim().split('\n')).toHaveLength(1);
+    expect(invalid.stderr).toContain('--http-port');
+    const env = await runMain([], { SVC_HTTP_PORT: 'x' });
+    expect(env.stderr).toContain('SVC_HTTP_PORT');
+  });
+
+  it('logs a start line with the address, the data path and the events loaded', async () => {
+    const dir = tempDir();
+    const node = await spawnNode(['--db', dir]);
+    const line = node.output().split('\n').find((l) => l.includes('"url"'))!;
+    const parsed = JSON.parse(line);
+    expect(parsed.url).toBe(node.url);
+    expect(parsed.db).toBe(dir);
+    expect(typeof parsed.events).toBe('number');
+    node.child.kill('SIGTERM');
+    expect(await node.exited).toBe(0);
+  });
+
+  it('SIGTERM under concurrent appends loses nothing that was acknowledged', async () => {
+    const dir = tempDir();
+    const node = await spawnNode(['--db', dir]);
+    const acknowledged: number[] = [];
+    const failures: string[] = [];
+    let i = 0;
+    let stop = false;
+    const writers = Array.from({ length: 16 }, async () => {
+      while (!stop) {
+        const n = i++;
+        const status = await appendOne(node.url, 'shutdown-test', n).catch((e: Error) => String(e.cause ?? e));
+        if (status === 201) acknowledged.push(n);
+        else { failures.push(String(status)); break; } // refused connections or shutdown answers end the writer
+      }
+    });
+    while (acknowledged.length < 200 && failures.length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(failures).toEqual([]);
+    node.child.kill('SIGTERM');
+    const code = await node.exited;
+    stop = true;
+    await Promise.all(writers);
+    expect(code).toBe(0);
+    expect(acknowledged.length).toBeGreaterThanOrEqual(200);
+
+    const again = await spawnNode(['--db', dir]);
+    try {
+      const res = await fetch(`${again.url}/streams/shutdown-test/0/forward/4096?embed=body`, {
+        headers: { Authorization: ADMIN, Accept: 'application/json' },
+      });
+      expect(res.status).toBe(200);
+      const feed = await res.json();
+      const stored = new Set(feed.entries.map((e: { data: string }) => JSON.parse(e.data).i));
+      for (const n of acknowledged) expect(stored.has(n)).toBe(true);
+    } finally {
+      again.child.kill('SIGTERM');
+      await again.exited;
+    }
+  }, 60_000);
+});

@@ -1,0 +1,44 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+
+export interface NodeProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `node dist/src/main.js` (built by `npm test`) and waits for its start line. */
+export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [MAIN, '--http-port', '0', '--log-level', 'info', ...args], {
+    env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start line:\n${out}`)), 20_000);
+    const onData = () => {
+      const m = /"url":"(http[^"]+)"/.exec(out);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then(() => { clearTimeout(timer); reject(new Error(`exited before starting:\n${out}`)); });
+  });
+  return { child, url, output: () => out, exited };
+}
+
+/** Runs main.js to completion (for --help, --version, bad options). */
+export async function runMain(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  const [code] = await once(child, 'exit');
+  return { code: code as number | null, stdout, stderr };
+}
