@@ -59,7 +59,8 @@ describe('the server process', () => {
     expect(await node.exited).toBe(0);
   });
 
-  it('SIGTERM under concurrent appends loses nothing that was acknowledged', async () => {
+  /** 16 writers append until the node stops answering; the signal is sent after 200 acknowledgements. */
+  async function appendUntilStopped(signal: NodeJS.Signals) {
     const dir = tempDir();
     const node = await spawnNode(['--db', dir]);
     const acknowledged: number[] = [];
@@ -69,32 +70,50 @@ describe('the server process', () => {
     const writers = Array.from({ length: 16 }, async () => {
       while (!stop) {
         const n = i++;
-        const status = await appendOne(node.url, 'shutdown-test', n).catch((e: Error) => String(e.cause ?? e));
+        const status = await appendOne(node.url, 'stop-test', n).catch((e: Error) => String(e.cause ?? e));
         if (status === 201) acknowledged.push(n);
         else { failures.push(String(status)); break; } // refused connections or shutdown answers end the writer
       }
     });
     while (acknowledged.length < 200 && failures.length === 0) await new Promise((r) => setTimeout(r, 20));
     expect(failures).toEqual([]);
-    node.child.kill('SIGTERM');
+    node.child.kill(signal);
     const code = await node.exited;
     stop = true;
     await Promise.all(writers);
-    expect(code).toBe(0);
-    expect(acknowledged.length).toBeGreaterThanOrEqual(200);
+    return { dir, code, acknowledged };
+  }
 
+  /** Restarts on `dir` and returns the `i` of every stored event, in event-number order. */
+  async function storedAfterRestart(dir: string): Promise<{ numbers: number[]; values: number[] }> {
     const again = await spawnNode(['--db', dir]);
     try {
-      const res = await fetch(`${again.url}/streams/shutdown-test/0/forward/4096?embed=body`, {
+      const res = await fetch(`${again.url}/streams/stop-test/0/forward/4096?embed=body`, {
         headers: { Authorization: ADMIN, Accept: 'application/json' },
       });
       expect(res.status).toBe(200);
-      const feed = await res.json();
-      const stored = new Set(feed.entries.map((e: { data: string }) => JSON.parse(e.data).i));
-      for (const n of acknowledged) expect(stored.has(n)).toBe(true);
+      const entries = [...(await res.json()).entries].reverse() as { eventNumber: number; data: string }[];
+      return { numbers: entries.map((e) => e.eventNumber), values: entries.map((e) => JSON.parse(e.data).i) };
     } finally {
       again.child.kill('SIGTERM');
       await again.exited;
     }
+  }
+
+  it('SIGTERM under concurrent appends loses nothing that was acknowledged', async () => {
+    const { dir, code, acknowledged } = await appendUntilStopped('SIGTERM');
+    expect(code).toBe(0);
+    expect(acknowledged.length).toBeGreaterThanOrEqual(200);
+    const stored = new Set((await storedAfterRestart(dir)).values);
+    for (const n of acknowledged) expect(stored.has(n)).toBe(true);
+  }, 60_000);
+
+  it('a kill -9 mid-write keeps every acknowledged event, with no gap and no half-written append', async () => {
+    const { dir, acknowledged } = await appendUntilStopped('SIGKILL');
+    const { numbers, values } = await storedAfterRestart(dir);
+    expect(numbers).toEqual(numbers.map((_, k) => k));
+    expect(new Set(values).size).toBe(values.length);
+    const stored = new Set(values);
+    for (const n of acknowledged) expect(stored.has(n)).toBe(true);
   }, 60_000);
 });

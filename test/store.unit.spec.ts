@@ -1,0 +1,125 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ExpectedVersion, newUuid, Store, StreamDeletedError, WrongExpectedVersionError, type ProposedEvent,
+} from '../src/store/index.js';
+
+const dirs: string[] = [];
+const stores: Store[] = [];
+
+async function openStore(dir = mkdtempSync(join(tmpdir(), 'svc-store-')), chunkSize = 256 * 1024 * 1024): Promise<Store> {
+  dirs.push(dir);
+  const store = await Store.open({ dir, inMemory: false, chunkSize, log: pino({ level: 'silent' }) });
+  stores.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close().catch(() => {});
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function event(type = 'T', data: unknown = { n: 1 }, eventId = newUuid()): ProposedEvent {
+  return { eventId, eventType: type, isJson: true, data: Buffer.from(JSON.stringify(data)), metadata: Buffer.alloc(0) };
+}
+
+describe('store', () => {
+  it('assigns contiguous event numbers and strictly increasing positions', async () => {
+    const store = await openStore();
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.append(`s-${i % 7}`, ExpectedVersion.any, [event('T', { i })])));
+    const all = store.readAllForward(0, 1000).records;
+    for (let i = 1; i < all.length; i++) expect(all[i].position).toBeGreaterThan(all[i - 1].position);
+    for (let s = 0; s < 7; s++) {
+      const page = store.readStreamForward(`s-${s}`, 0, 1000);
+      if (page.status !== 'ok') throw new Error(page.status);
+      expect(page.events.map((e) => e.event!.eventNumber)).toEqual(page.events.map((_, i) => i));
+    }
+  });
+
+  it('serialises expected versions queued in the same flush', async () => {
+    const store = await openStore();
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => store.append('race', ExpectedVersion.exact(0), [event()])),
+    );
+    // Version 0 does not exist yet: every append expecting it fails, none writes.
+    expect(results.every((r) => r.status === 'rejected' && r.reason instanceof WrongExpectedVersionError)).toBe(true);
+    const wins = await Promise.allSettled(Array.from({ length: 10 }, () => store.append('race', ExpectedVersion.noStream, [event()])));
+    expect(wins.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const page = store.readStreamForward('race', 0, 100);
+    expect(page.status === 'ok' && page.events.length).toBe(1);
+  });
+
+  it('treats a retry queued in the same flush as idempotent', async () => {
+    const store = await openStore();
+    const e = event();
+    const [a, b] = await Promise.all([store.append('retry', ExpectedVersion.any, [e]), store.append('retry', ExpectedVersion.any, [e])]);
+    expect(a.firstEventNumber).toBe(0);
+    expect(b).toMatchObject({ firstEventNumber: 0, idempotent: true });
+    expect(store.streamInfo('retry')!.lastEventNumber).toBe(0);
+  });
+
+  it('a partially matching retry is a conflict, not a duplicate', async () => {
+    const store = await openStore();
+    const e1 = event();
+    await store.append('partial', ExpectedVersion.any, [e1, event()]);
+    await expect(store.append('partial', ExpectedVersion.any, [e1, event()])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    expect(store.streamInfo('partial')!.lastEventNumber).toBe(1);
+  });
+
+  it('applies metadata written earlier in the same flush to later appends', async () => {
+    const store = await openStore();
+    await store.append('meta', ExpectedVersion.any, [event()]);
+    await Promise.all([
+      store.deleteStream('meta', ExpectedVersion.any, false),
+      store.append('meta', ExpectedVersion.any, [event('After')]),
+    ]);
+    const page = store.readStreamForward('meta', 0, 10);
+    if (page.status !== 'ok') throw new Error(page.status);
+    expect(page.events.map((e) => [e.event!.eventNumber, e.event!.eventType])).toEqual([[1, 'After']]);
+  });
+
+  it('a hard delete refuses every later write, also within the same flush', async () => {
+    const store = await openStore();
+    await store.append('gone', ExpectedVersion.any, [event()]);
+    const [, late] = await Promise.allSettled([
+      store.deleteStream('gone', ExpectedVersion.any, true),
+      store.append('gone', ExpectedVersion.any, [event()]),
+    ]);
+    expect(late.status === 'rejected' && late.reason instanceof StreamDeletedError).toBe(true);
+    expect(store.readStreamForward('gone', 0, 10).status).toBe('deleted');
+  });
+
+  it('keeps records within a chunk unless a record is larger than a chunk', async () => {
+    const store = await openStore(undefined, 4096);
+    for (let i = 0; i < 40; i++) await store.append('chunks', ExpectedVersion.any, [event('T', { pad: 'x'.repeat(300) })]);
+    for (const r of store.readAllForward(0, 100).records) {
+      expect(Math.floor(r.position / 4096)).toBe(Math.floor((r.position + r.size - 1) / 4096));
+    }
+  });
+
+  it('restarts with every stream, position and event intact', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    const first = await openStore(dir);
+    for (let i = 0; i < 50; i++) await first.append(`r-${i % 5}`, ExpectedVersion.any, [event('T', { i })]);
+    const before = first.readAllForward(0, 1000).records.map((r) => [r.position, r.streamId, r.eventNumber, r.data.toString()]);
+    const head = first.headPosition;
+    await first.close();
+    const second = await openStore(dir);
+    expect(second.headPosition).toBe(head);
+    expect(second.readAllForward(0, 1000).records.map((r) => [r.position, r.streamId, r.eventNumber, r.data.toString()])).toEqual(before);
+    const next = await second.append('r-0', ExpectedVersion.exact(9), [event()]);
+    expect(next.firstEventNumber).toBe(10);
+  });
+
+  it('refuses writes after close and finishes those queued before', async () => {
+    const store = await openStore();
+    const queued = store.append('closing', ExpectedVersion.any, [event()]);
+    const closed = store.close();
+    await expect(queued).resolves.toMatchObject({ firstEventNumber: 0 });
+    await closed;
+    await expect(store.append('closing', ExpectedVersion.any, [event()])).rejects.toThrow(/shutting down/);
+  });
+});
