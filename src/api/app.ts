@@ -6,6 +6,7 @@ import { currentVersionHeaders } from './headers.js';
 import type { ApiContext } from './context.js';
 import { registerStreamWrites } from './streams-write.js';
 import { registerStreamReads } from './streams-read.js';
+import { registerUsers } from './users.js';
 
 // The fastify app: one body parser that keeps raw bytes (routes decide what a body means),
 // authentication before every handler, CORS headers, and the one place errors become answers.
@@ -97,5 +98,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
 
   registerStreamWrites(app, ctx);
   registerStreamReads(app, ctx);
+  registerUsers(app, ctx);
   return app;
 }

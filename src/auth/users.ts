@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
-import { ExpectedVersion, newUuid, type Store, type EventRecord } from '../store/index.js';
+import {
+  ExpectedVersion, isMetastream, newUuid, WrongExpectedVersionError, type Store, type EventRecord,
+} from '../store/index.js';
 import { hashPassword, verifyPassword, type PasswordHash } from './password.js';
 import { ADMINS, OPS, userPrincipal, type Principal } from './principal.js';
 
@@ -23,6 +25,16 @@ export interface UserAccount {
 
 const MAX_VERIFIED = 10_000;
 
+export interface NewUser { loginName: string; fullName: string; groups: string[]; password: string }
+
+export function userStream(login: string): string {
+  return `${USER_STREAM_PREFIX}${login}`;
+}
+
+function sameGroups(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().every((g, i) => g === [...b].sort()[i]);
+}
+
 export type AuthResult = { ok: true; principal: Principal } | { ok: false };
 
 export class UserStore {
@@ -30,6 +42,8 @@ export class UserStore {
   /** Verified `Authorization` header values: scrypt runs once per credential, not per request. */
   private readonly verified = new Map<string, Principal>();
   private readonly verifying = new Map<string, Promise<AuthResult>>();
+  /** Logins already in `$users`. */
+  private readonly listed = new Set<string>();
   private unsubscribe: () => void = () => {};
 
   constructor(private readonly store: Store, private readonly log: Logger) {}
@@ -58,17 +72,80 @@ export class UserStore {
     return [...this.accounts.values()];
   }
 
-  async create(input: { loginName: string; fullName: string; groups: string[]; password: string }): Promise<void> {
-    const password = await hashPassword(input.password);
+  /**
+   * Creates an account. Creating one that exists with the same name, groups and password is
+   * accepted as a retry; anything else about an existing login is a conflict.
+   */
+  async create(input: NewUser): Promise<'created' | 'unchanged' | 'conflict'> {
+    const existing = this.accounts.get(input.loginName);
+    if (existing) {
+      const same = existing.fullName === input.fullName && sameGroups(existing.groups, input.groups)
+        && !existing.disabled && await verifyPassword(input.password, existing.password);
+      return same ? 'unchanged' : 'conflict';
+    }
     const account: UserAccount = {
-      loginName: input.loginName, fullName: input.fullName, groups: input.groups, disabled: false, password,
-      dateLastUpdated: new Date().toISOString(),
+      loginName: input.loginName, fullName: input.fullName, groups: input.groups, disabled: false,
+      password: await hashPassword(input.password), dateLastUpdated: new Date().toISOString(),
     };
-    await this.store.append(`${USER_STREAM_PREFIX}${input.loginName}`, ExpectedVersion.noStream, [userEvent(account)]);
-    await this.store.append(USERS_STREAM, ExpectedVersion.any, [{
-      eventId: newUuid(), eventType: USER_CREATED_EVENT_TYPE, isJson: false,
-      data: Buffer.from(input.loginName, 'utf8'), metadata: Buffer.alloc(0),
-    }]);
+    try {
+      await this.store.append(userStream(input.loginName), ExpectedVersion.noStream, [userEvent(account)]);
+    } catch (err) {
+      if (err instanceof WrongExpectedVersionError) return 'conflict';
+      throw err;
+    }
+    if (!this.listed.has(input.loginName)) {
+      await this.store.append(USERS_STREAM, ExpectedVersion.any, [{
+        eventId: newUuid(), eventType: USER_CREATED_EVENT_TYPE, isJson: false,
+        data: Buffer.from(input.loginName, 'utf8'), metadata: Buffer.alloc(0),
+      }]);
+      this.listed.add(input.loginName);
+    }
+    return 'created';
+  }
+
+  update(login: string, changes: { fullName?: string; groups?: string[] }): Promise<boolean> {
+    return this.rewrite(login, (a) => ({ ...a, ...changes }));
+  }
+
+  setDisabled(login: string, disabled: boolean): Promise<boolean> {
+    return this.rewrite(login, (a) => ({ ...a, disabled }));
+  }
+
+  async resetPassword(login: string, newPassword: string): Promise<boolean> {
+    if (!this.accounts.has(login)) return false;
+    const password = await hashPassword(newPassword);
+    return this.rewrite(login, (a) => ({ ...a, password }));
+  }
+
+  /** 'denied' when the current password is wrong. */
+  async changePassword(login: string, currentPassword: string, newPassword: string): Promise<'changed' | 'notFound' | 'denied'> {
+    const account = this.accounts.get(login);
+    if (!account) return 'notFound';
+    if (!(await verifyPassword(currentPassword, account.password))) return 'denied';
+    const password = await hashPassword(newPassword);
+    return (await this.rewrite(login, (a) => ({ ...a, password }))) ? 'changed' : 'notFound';
+  }
+
+  async delete(login: string): Promise<boolean> {
+    if (!this.accounts.has(login)) return false;
+    await this.store.deleteStream(userStream(login), ExpectedVersion.any, false);
+    return true;
+  }
+
+  /** Writes a new version of an account, expecting the version it was read at. */
+  private async rewrite(login: string, change: (a: UserAccount) => UserAccount): Promise<boolean> {
+    for (;;) {
+      const found = this.store.readEvent(userStream(login), -1);
+      const account = this.accounts.get(login);
+      if (found.status !== 'ok' || !account) return false;
+      const next = { ...change(account), dateLastUpdated: new Date().toISOString() };
+      try {
+        await this.store.append(userStream(login), ExpectedVersion.exact(found.lastEventNumber), [userEvent(next)]);
+        return true;
+      } catch (err) {
+        if (!(err instanceof WrongExpectedVersionError)) throw err; // changed meanwhile: apply to the new version
+      }
+    }
   }
 
   /** Checks an `Authorization: Basic` header value; concurrent checks of one value share one scrypt run. */
@@ -99,7 +176,7 @@ export class UserStore {
   }
 
   private readLogins(): Set<string> {
-    const logins = new Set<string>();
+    const logins = this.listed;
     for (let from = 0; ;) {
       const page = this.store.readStreamForward(USERS_STREAM, from, 1000);
       if (page.status !== 'ok') break;
@@ -113,11 +190,14 @@ export class UserStore {
   private follow(records: readonly EventRecord[]): void {
     for (const r of records) {
       if (r.streamId.startsWith(USER_STREAM_PREFIX)) this.reload(r.streamId.slice(USER_STREAM_PREFIX.length));
+      else if (isMetastream(r.streamId) && r.streamId.startsWith(`$$${USER_STREAM_PREFIX}`)) {
+        this.reload(r.streamId.slice(2 + USER_STREAM_PREFIX.length)); // a deleted account
+      }
     }
   }
 
   private reload(login: string): void {
-    const found = this.store.readEvent(`${USER_STREAM_PREFIX}${login}`, -1);
+    const found = this.store.readEvent(userStream(login), -1);
     const account = found.status === 'ok' && found.event.event?.eventType === USER_EVENT_TYPE
       ? parseAccount(found.event.event.data) : undefined;
     if (account) this.accounts.set(login, account);

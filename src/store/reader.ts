@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
+import { nowMicros } from './clock.js';
 import { decodeRecord, type EventRecord } from './record.js';
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
@@ -188,7 +189,7 @@ export class Reader {
 
   /** Applies $maxAge and, when asked, resolves `$>` links to their targets. */
   private present(records: EventRecord[], metadata: StreamMetadata, resolveLinks: boolean): ResolvedEvent[] {
-    const oldest = metadata.maxAge === undefined ? -Infinity : Date.now() * 1000 - metadata.maxAge * 1_000_000;
+    const oldest = metadata.maxAge === undefined ? -Infinity : nowMicros() - metadata.maxAge * 1_000_000;
     const out: ResolvedEvent[] = [];
     for (const record of records) {
       if (record.created < oldest) continue;

@@ -14,6 +14,7 @@ import {
 } from './metadata.js';
 import { newUuid } from './uuid.js';
 import { WriterStats } from './writer-stats.js';
+import { nowMicros } from './clock.js';
 
 // The single writer. Appends and deletes wait in one queue; each flush drains it into ONE
 // RocksDB write batch (log records, index entries, stream infos and the writer checkpoint
@@ -183,7 +184,7 @@ export class Writer {
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
     const taken: Pending[] = [];
-    const now = Date.now() * 1000;
+    const now = nowMicros();
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH) {
       const op = this.queue[0];
       const target = isMetastream(op.streamId) ? originalStreamOf(op.streamId) : op.streamId;
