@@ -1,13 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { ConfigError, helpText, loadConfig } from './config/index.js';
-import { startNode } from './node.js';
+import { startNode, VERSION } from './node.js';
 
-// `npm start` entry: read the configuration, start one node, shut down cleanly on a signal.
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
+// `npm start` entry: read the configuration, start one node; SIGINT/SIGTERM shut it down
+// cleanly, SIGHUP reloads the configuration (log level, certificates).
 
 async function main(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -15,12 +10,13 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (argv.includes('--version')) {
-    process.stdout.write(`${version()}\n`);
+    process.stdout.write(`${VERSION}\n`);
     return;
   }
+  const read = () => loadConfig(argv, process.env);
   let loaded;
   try {
-    loaded = loadConfig(argv, process.env);
+    loaded = read();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -28,7 +24,11 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  const node = await startNode(loaded.config);
+  const node = await startNode(loaded.config, {
+    sources: loaded.sources,
+    reloadConfig: read,
+    onShutdown: () => process.exit(0),
+  });
   const stop = (signal: string) => {
     node.log.info({ signal }, 'signal received');
     node.close().then(() => process.exit(0), (err) => {
@@ -38,6 +38,10 @@ async function main(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGHUP', () => {
+    node.log.info('SIGHUP received: reloading the configuration');
+    void node.reload();
+  });
 }
 
 main(process.argv.slice(2)).catch((err) => {

@@ -1,12 +1,18 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import type { Server as HttpsServer } from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from './config/index.js';
+import { OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
 import { Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
 import { buildApp, markDraining } from './api/app.js';
-import { createLogger } from './logger.js';
+import type { NodeControl, ReloadOutcome } from './api/context.js';
+import { childLogger, createLogger, setLogLevel } from './logger.js';
+import { StatsCollector } from './stats/collector.js';
+import { loadCertificates, type CertificateSet } from './tls/certificates.js';
 
 // Wires the subsystems together: the store, users and access control, then the HTTP API.
 // Shutdown runs in the opposite order: stop accepting, finish the writes in flight, close RocksDB.
@@ -17,42 +23,148 @@ export interface RunningNode {
   readonly store: Store;
   readonly log: Logger;
   close(): Promise<void>;
+  /** Re-reads the configuration sources; applies the log level and certificates, or keeps the old ones. */
+  reload(): Promise<ReloadOutcome>;
 }
 
-export async function startNode(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningNode> {
-  const store = await Store.open({ dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, log: log.child({ subsystem: 'store' }) });
-  const users = new UserStore(store, log.child({ subsystem: 'users' }));
+export interface NodeOptions {
+  log?: Logger;
+  /** Where each option's value came from (for /info/options). */
+  sources?: Record<OptionName, ConfigSource>;
+  /** Reads the configuration sources again (for reloads); without it a reload re-applies `config`. */
+  reloadConfig?: () => LoadedConfig;
+  /** Called after POST /admin/shutdown has answered and the node has closed. */
+  onShutdown?: () => void;
+}
+
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+function defaultSources(): Record<OptionName, ConfigSource> {
+  return Object.fromEntries(Object.keys(OPTIONS).map((n) => [n, 'default'])) as Record<OptionName, ConfigSource>;
+}
+
+export async function startNode(config: Config, options: NodeOptions = {}): Promise<RunningNode> {
+  const log = options.log ?? createLogger(config.logLevel);
+  let current: LoadedConfig = { config, sources: options.sources ?? defaultSources() };
+  let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
+  const store = await Store.open({ dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, log: childLogger(log, 'store') });
+  const users = new UserStore(store, childLogger(log, 'users'));
+  const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
+  const instanceId = randomUUID();
+  const peers = new Map<string, Record<string, unknown>>();
   let app: FastifyInstance | undefined;
+  let port = 0;
+  let closing: Promise<void> | undefined;
+  let reloading = false;
+
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      log.info('shutting down: no new requests; finishing the writes in flight');
+      if (app) {
+        markDraining(app);
+        await app.close();
+      }
+      stats.stop();
+      users.stop();
+      await store.close();
+      log.info('shut down cleanly');
+    })();
+    return closing;
+  };
+
+  const reload = async (): Promise<ReloadOutcome> => {
+    if (reloading) {
+      log.warn('a configuration reload is already in progress; this trigger is dropped');
+      return { result: 'AlreadyInProgress', message: 'A reload is already in progress.' };
+    }
+    reloading = true;
+    try {
+      const next = options.reloadConfig ? options.reloadConfig() : current;
+      let loaded: CertificateSet | undefined;
+      if (!next.config.insecure) {
+        if (!certificates) throw new Error('the node was started insecure; switching to TLS needs a restart');
+        loaded = loadCertificates(next.config);
+      }
+      // Everything validated: apply.
+      setLogLevel(log, next.config.logLevel);
+      if (loaded && certificates) {
+        (app!.server as HttpsServer).setSecureContext({ cert: loaded.cert, key: loaded.key, ...(loaded.ca.length ? { ca: loaded.ca } : {}) });
+        log.info({ subject: loaded.subject, oldThumbprint: certificates.thumbprint, newThumbprint: loaded.thumbprint, validTo: loaded.validTo },
+          'certificate reloaded');
+        certificates = loaded;
+      }
+      current = applyReloadable(current, next);
+      log.info({ logLevel: next.config.logLevel }, 'configuration reloaded');
+      return { result: 'Reloaded', message: 'The configuration was reloaded.' };
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'configuration reload failed; the previous configuration stays in force');
+      return { result: 'Failed', message: (err as Error).message };
+    } finally {
+      reloading = false;
+    }
+  };
+
+  const node: NodeControl = {
+    version: VERSION,
+    stats,
+    currentConfig: () => current,
+    gossip: () => gossipOf(instanceId, current.config, port, store, peers),
+    receiveGossip: (members) => {
+      for (const m of members) if (m.instanceId !== instanceId) peers.set(String(m.instanceId), m);
+    },
+    requestShutdown: () => {
+      void close().then(() => options.onShutdown?.());
+    },
+    reload,
+  };
+
   try {
     await users.start({ adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword });
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
-    app = buildApp({ store, users, access, config, log: log.child({ subsystem: 'http' }) });
+    const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node }, { https });
+    stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
+    stats.stop();
     await app?.close();
     await store.close();
     throw err;
   }
-  const { port } = app.server.address() as AddressInfo;
+  port = (app.server.address() as AddressInfo).port;
   const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
-  const url = `http://${host}:${port}`;
-  log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount },
-    `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);
+  const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
+  log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,
+    ...(certificates ? { certificate: certificates.subject, thumbprint: certificates.thumbprint } : {}) },
+  `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);
+  return { url, port, store, log, close, reload };
+}
 
-  let closing: Promise<void> | undefined;
-  const server = app;
-  return {
-    url, port, store, log,
-    close() {
-      closing ??= (async () => {
-        log.info('shutting down: no new requests; finishing the writes in flight');
-        markDraining(server);
-        await server.close();
-        users.stop();
-        await store.close();
-        log.info('shut down cleanly');
-      })();
-      return closing;
-    },
+/** Options a reload applies; the others (paths, ports...) take effect at the next start. */
+const RELOADABLE: readonly OptionName[] = [
+  'logLevel', 'certificateFile', 'certificatePrivateKeyFile', 'trustedRootCertificatesPath', 'certificateReservedNodeCommonName',
+];
+
+function applyReloadable(current: LoadedConfig, next: LoadedConfig): LoadedConfig {
+  const config = { ...current.config } as Record<OptionName, unknown>;
+  const sources = { ...current.sources };
+  for (const name of RELOADABLE) {
+    config[name] = next.config[name];
+    sources[name] = next.sources[name];
+  }
+  return { config: config as Config, sources };
+}
+
+function gossipOf(instanceId: string, config: Config, port: number, store: Store, peers: Map<string, Record<string, unknown>>) {
+  const self = {
+    instanceId, timeStamp: new Date().toISOString(), state: 'Leader', isAlive: true,
+    internalTcpIp: config.httpIp, internalTcpPort: 0, internalSecureTcpPort: 0,
+    externalTcpIp: config.httpIp, externalTcpPort: 0, externalSecureTcpPort: 0,
+    internalHttpEndPointIp: config.httpIp, internalHttpEndPointPort: port,
+    httpEndPointIp: config.httpIp, httpEndPointPort: port,
+    lastCommitPosition: store.headPosition, writerCheckpoint: store.headPosition, chaserCheckpoint: store.headPosition,
+    epochPosition: 0, epochNumber: 0, epochId: '00000000-0000-0000-0000-000000000000',
+    nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
   };
+  return { members: [self, ...peers.values()], serverIp: config.httpIp, serverPort: port };
 }

@@ -7,6 +7,7 @@ import type { ApiContext } from './context.js';
 import { registerStreamWrites } from './streams-write.js';
 import { registerStreamReads } from './streams-read.js';
 import { registerUsers } from './users.js';
+import { registerNodeInfo } from './node-info.js';
 
 // The fastify app: one body parser that keeps raw bytes (routes decide what a body means),
 // authentication before every handler, CORS headers, and the one place errors become answers.
@@ -92,6 +93,7 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     if (fastifyError.statusCode && fastifyError.statusCode < 500) {
       return reply.code(fastifyError.statusCode).type('text/plain; charset=utf-8').send(fastifyError.message);
     }
+    ctx.node.stats.countException();
     ctx.log.error({ err: error, url: req.url, method: req.method }, 'request failed');
     return reply.code(500).type('text/plain; charset=utf-8').send('Internal error.');
   });
@@ -99,5 +101,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerStreamWrites(app, ctx);
   registerStreamReads(app, ctx);
   registerUsers(app, ctx);
+  registerNodeInfo(app, ctx);
   return app;
 }

@@ -4,9 +4,26 @@ import type { Store } from '../store/index.js';
 import type { UserStore } from '../auth/users.js';
 import type { AccessControl } from '../auth/access.js';
 import type { AclOperation } from '../store/index.js';
-import type { Config } from '../config/index.js';
+import type { Config, ConfigSource, OptionName } from '../config/index.js';
+import type { StatsCollector } from '../stats/collector.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import { ApiError } from './errors.js';
+
+export interface ReloadOutcome {
+  result: 'Reloaded' | 'Failed' | 'AlreadyInProgress';
+  message: string;
+}
+
+/** The node's own controls, for the node and admin endpoints. */
+export interface NodeControl {
+  readonly version: string;
+  readonly stats: StatsCollector;
+  currentConfig(): { config: Config; sources: Record<OptionName, ConfigSource> };
+  gossip(): Record<string, unknown>;
+  receiveGossip(members: Record<string, unknown>[]): void;
+  requestShutdown(): void;
+  reload(): Promise<ReloadOutcome>;
+}
 
 /** What the HTTP plugins get from the node. */
 export interface ApiContext {
@@ -15,6 +32,7 @@ export interface ApiContext {
   access: AccessControl;
   config: Config;
   log: Logger;
+  node: NodeControl;
 }
 
 declare module 'fastify' {

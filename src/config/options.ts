@@ -62,6 +62,26 @@ export const OPTIONS = {
     kind: 'bool', group: 'Interface', default: false,
     help: 'Answer every read with no-cache instead of caching immutable pages for a year.',
   },
+  insecure: {
+    kind: 'bool', group: 'Certificate', default: true,
+    help: 'Serve plain HTTP without TLS or certificates (the default for a node on loopback). Set false to serve HTTPS.',
+  },
+  certificateFile: {
+    kind: 'string', group: 'Certificate', default: undefined,
+    help: 'PEM file with the node certificate (and its chain); reloaded by POST /admin/reloadconfig or SIGHUP.',
+  },
+  certificatePrivateKeyFile: {
+    kind: 'string', group: 'Certificate', default: undefined,
+    help: 'PEM file with the private key of the node certificate.',
+  },
+  trustedRootCertificatesPath: {
+    kind: 'string', group: 'Certificate', default: undefined,
+    help: 'Directory (or PEM file) of trusted root certificates the node certificate must chain to.',
+  },
+  certificateReservedNodeCommonName: {
+    kind: 'string', group: 'Certificate', default: undefined,
+    help: 'Common name the node certificate must carry (wildcards like *.example.com allowed); checked on start and reload.',
+  },
   maxAppendSize: {
     kind: 'size', group: 'Database', default: 4 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
     help: 'Largest data + metadata of one event, in bytes; larger events answer 413.',

@@ -13,6 +13,11 @@ export class WriterStats {
   lengthCurrentTryPeak = 0;
   currentLength = 0;
   lastWaitMs = 0;
+  /** Time spent flushing (planning and the durable write), for idle/busy figures. */
+  busyMs = 0;
+  /** When the flush in progress started, or undefined when idle. */
+  flushStartedAt: number | undefined;
+  lastFlushEndedAt = performance.now();
 
   queued(length: number): void {
     this.currentLength = length;
@@ -26,7 +31,15 @@ export class WriterStats {
     }
   }
 
+  flushStarted(): void {
+    this.flushStartedAt = performance.now();
+  }
+
   flushed(size: number, delayMs: number, oldestEnqueued: number, remaining: number): void {
+    const now = performance.now();
+    if (this.flushStartedAt !== undefined) this.busyMs += now - this.flushStartedAt;
+    this.flushStartedAt = undefined;
+    this.lastFlushEndedAt = now;
     this.lastFlushSize = size;
     this.lastFlushDelayMs = delayMs;
     this.maxFlushSize = Math.max(this.maxFlushSize, size);

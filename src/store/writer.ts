@@ -180,6 +180,7 @@ export class Writer {
   }
 
   private flush(): void {
+    this.stats.flushStarted();
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
@@ -221,6 +222,7 @@ export class Writer {
       this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
       this.afterFlush();
     }, (err: Error) => {
+      this.stats.flushed(0, performance.now() - started, taken[0].enqueued, this.queue.length);
       for (const op of taken) op.reject(err);
       this.afterFlush();
     });

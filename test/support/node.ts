@@ -33,7 +33,7 @@ export async function startTestNode(overrides: Partial<Config> = {}): Promise<Te
     url: '', dir, node: undefined as unknown as RunningNode,
     async restart() {
       await t.node.close();
-      t.node = await startNode(config, log);
+      t.node = await startNode(config, { log });
       t.url = t.node.url;
     },
     async dispose() {
@@ -41,7 +41,7 @@ export async function startTestNode(overrides: Partial<Config> = {}): Promise<Te
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  t.node = await startNode(config, log);
+  t.node = await startNode(config, { log });
   t.url = t.node.url;
   return t;
 }

@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { OPTIONS, type OptionName } from '../config/index.js';
+import { isOps } from '../auth/principal.js';
+import { ApiError, badRequest } from './errors.js';
+import { MEDIA, negotiate } from './media.js';
+import { simpleXml } from './atom.js';
+import { principalOf, requireAuthenticated, type ApiContext } from './context.js';
+import { parseUuid } from '../store/index.js';
+
+// Node endpoints: /info, /info/options, /ping, /stats, /gossip, and the admin commands.
+
+const INFO_TYPES = [MEDIA.json, MEDIA.textXml, MEDIA.appXml, MEDIA.text] as const;
+const STATS_TYPES = [MEDIA.json, MEDIA.textXml, MEDIA.appXml] as const;
+
+function send(req: FastifyRequest, reply: FastifyReply, types: readonly string[], root: string, body: unknown): FastifyReply {
+  const mediaType = negotiate(req, types);
+  if (mediaType === MEDIA.json) return reply.type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
+  if (mediaType === MEDIA.text) return reply.type('text/plain; charset=utf-8').send(typeof body === 'object' && body && 'text' in body ? String(body.text) : JSON.stringify(body));
+  return reply.type(`${mediaType}; charset=utf-8`).send(simpleXml(root, xmlSafe(body)));
+}
+
+/** XML element names cannot hold `/` or `:`: those keys (drive paths) are written with `_`. */
+function xmlSafe(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(xmlSafe);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^(?=[^A-Za-z_])/, '_'), xmlSafe(v)]));
+}
+
+function requireOps(req: FastifyRequest): void {
+  if (!isOps(principalOf(req))) throw new ApiError('UNAUTHORIZED');
+}
+
+function flatten(value: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
+  for (const [k, v] of Object.entries(value)) {
+    const key = prefix ? `${prefix}-${k}` : k;
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) flatten(v as Record<string, unknown>, key, out);
+    else out[key] = v;
+  }
+  return out;
+}
+
+const NODE_STATES = new Set(['Initializing', 'DiscoverLeader', 'Unknown', 'PreReplica', 'CatchingUp', 'Clone', 'Follower',
+  'PreLeader', 'Leader', 'Manager', 'ShuttingDown', 'Shutdown', 'ReadOnlyLeaderless', 'PreReadOnlyReplica', 'ReadOnlyReplica',
+  'ResigningLeader']);
+
+/** Validates one gossip member sent by a peer; returns the problem or undefined. */
+function memberProblem(m: unknown, index: number): string | undefined {
+  if (typeof m !== 'object' || m === null) return `members[${index}] must be an object.`;
+  const member = m as Record<string, unknown>;
+  if (typeof member.instanceId !== 'string' || !parseUuid(member.instanceId)) return `members[${index}].instanceId must be a GUID.`;
+  if (typeof member.state !== 'string' || !NODE_STATES.has(member.state)) return `members[${index}].state is not a node state.`;
+  if (typeof member.isAlive !== 'boolean') return `members[${index}].isAlive must be a boolean.`;
+  if (typeof member.httpEndPointIp !== 'string' || member.httpEndPointIp === '') return `members[${index}].httpEndPointIp is required.`;
+  const port = member.httpEndPointPort;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return `members[${index}].httpEndPointPort must be a port number.`;
+  return undefined;
+}
+
+export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
+  const { node } = ctx;
+
+  app.get('/info', async (req, reply) => send(req, reply, INFO_TYPES, 'info', {
+    dbVersion: node.version, esVersion: node.version, state: 'leader',
+    features: { projections: false, userManagement: true, atomPub: true },
+    authentication: { type: 'internal', properties: {} },
+  }));
+
+  app.get('/info/options', async (req, reply) => {
+    requireOps(req);
+    const { config, sources } = node.currentConfig();
+    const options = (Object.keys(OPTIONS) as OptionName[]).map((name) => {
+      const spec = OPTIONS[name] as { help: string; group: string; kind: string; secret?: boolean; values?: readonly string[] };
+      const value = config[name];
+      return {
+        name: name[0].toUpperCase() + name.slice(1),
+        description: spec.help,
+        group: spec.group,
+        value: spec.secret && value !== undefined ? '********' : value === undefined ? null : String(value),
+        configurationSource: sources[name],
+        deprecationMessage: null,
+        schema: { type: spec.kind === 'bool' ? 'boolean' : spec.kind === 'string' ? 'string' : spec.kind === 'enum' ? 'string' : 'integer', ...(spec.values ? { enum: spec.values } : {}) },
+      };
+    });
+    return send(req, reply, [MEDIA.json], 'options', options);
+  });
+
+  app.get('/ping', async (req, reply) => send(req, reply, INFO_TYPES, 'ping', { text: 'Ping request successfully handled' }));
+
+  const stats = async (req: FastifyRequest, reply: FastifyReply) => {
+    requireAuthenticated(req);
+    const path = ((req.params as { '*'?: string })['*'] ?? '').split('/').filter(Boolean);
+    const grouped = String((req.query as Record<string, unknown>).group ?? 'true').toLowerCase() !== 'false';
+    let body: unknown = node.stats.collect();
+    if (path.length > 0 && !grouped) throw badRequest('A statistics path cannot be combined with group=false.');
+    for (const segment of path) {
+      if (typeof body !== 'object' || body === null || !(segment in body)) throw new ApiError('NOT_FOUND');
+      body = (body as Record<string, unknown>)[segment];
+    }
+    if (!grouped) body = flatten(body as Record<string, unknown>);
+    reply.header('Cache-Control', 'max-age=1, public');
+    return send(req, reply, STATS_TYPES, 'Stats', body);
+  };
+  app.get('/stats', stats);
+  app.get('/stats/*', stats);
+
+  app.get('/gossip', async (req, reply) => {
+    reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate');
+    return send(req, reply, [MEDIA.json, MEDIA.textXml, MEDIA.appXml], 'ClusterInfo', node.gossip());
+  });
+
+  app.post('/gossip', async (req, reply) => {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
+    } catch {
+      throw badRequest('The gossip body must be JSON: {"members": [...]}.');
+    }
+    const members = (doc as { members?: unknown })?.members;
+    if (!Array.isArray(members)) throw badRequest('The gossip body must have a members array.');
+    const problem = members.map(memberProblem).find((p) => p !== undefined);
+    if (problem) throw badRequest(problem);
+    node.receiveGossip(members as Record<string, unknown>[]);
+    return send(req, reply, [MEDIA.json], 'ClusterInfo', node.gossip());
+  });
+
+  app.post('/admin/shutdown', async (req, reply) => {
+    requireOps(req);
+    reply.raw.once('finish', () => node.requestShutdown());
+    return reply.code(200).type('application/json; charset=utf-8').send('{}');
+  });
+
+  app.post('/admin/reloadconfig', async (req, reply) => {
+    requireOps(req);
+    const outcome = await node.reload();
+    return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(outcome, null, 2));
+  });
+}
