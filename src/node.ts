@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpsServer } from 'node:https';
 import type { FastifyInstance } from 'fastify';
@@ -13,6 +12,9 @@ import type { NodeControl, ReloadOutcome } from './api/context.js';
 import { childLogger, createLogger, setLogLevel } from './logger.js';
 import { StatsCollector } from './stats/collector.js';
 import { loadCertificates, type CertificateSet } from './tls/certificates.js';
+import { VERSION } from './version.js';
+
+export { VERSION };
 
 // Wires the subsystems together: the store, users and access control, then the HTTP API.
 // Shutdown runs in the opposite order: stop accepting, finish the writes in flight, close RocksDB.
@@ -37,7 +39,6 @@ export interface NodeOptions {
   onShutdown?: () => void;
 }
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 function defaultSources(): Record<OptionName, ConfigSource> {
   return Object.fromEntries(Object.keys(OPTIONS).map((n) => [n, 'default'])) as Record<OptionName, ConfigSource>;

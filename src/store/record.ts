@@ -12,7 +12,10 @@ const HEADER = 1 + 1 + 8 + 8 + 16 + 2 + 2 + 4 + 4;
 
 export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02 } as const;
 
-export interface NewRecord {
+/** A record read back from the log. `data` and `metadata` are views into the stored bytes. */
+export interface EventRecord {
+  position: number;
+  size: number;
   streamId: string;
   eventNumber: number;
   eventId: Buffer; // 16 bytes
@@ -21,35 +24,37 @@ export interface NewRecord {
   data: Buffer;
   metadata: Buffer;
   created: number; // µs since the Unix epoch
-  tombstone?: boolean;
+  tombstone: boolean;
 }
 
-/** A record read back from the log. `data` and `metadata` are views into the stored bytes. */
-export interface EventRecord extends NewRecord {
-  position: number;
-  size: number;
+export interface RecordPayload {
+  eventId: Buffer;
+  eventType: string;
+  isJson: boolean;
+  data: Buffer;
+  metadata: Buffer;
 }
 
-export function encodeRecord(r: NewRecord): Buffer {
-  const stream = Buffer.from(r.streamId, 'utf8');
-  const type = Buffer.from(r.eventType, 'utf8');
-  assert(stream.length < 65536 && type.length < 65536, 'stream name and event type are limited to 64 KiB');
-  assert(r.eventId.length === 16, 'an event id is 16 bytes');
-  const buf = Buffer.allocUnsafe(HEADER + stream.length + type.length + r.data.length + r.metadata.length);
+export function encodeRecord(streamId: string, eventNumber: number, e: RecordPayload, created: number, tombstone: boolean): Buffer {
+  const streamLength = Buffer.byteLength(streamId, 'utf8');
+  const typeLength = Buffer.byteLength(e.eventType, 'utf8');
+  assert(streamLength < 65536 && typeLength < 65536, 'stream name and event type are limited to 64 KiB');
+  assert(e.eventId.length === 16, 'an event id is 16 bytes');
+  const buf = Buffer.allocUnsafe(HEADER + streamLength + typeLength + e.data.length + e.metadata.length);
   let o = 0;
   buf[o++] = VERSION;
-  buf[o++] = (r.isJson ? FLAG.JSON : 0) | (r.tombstone ? FLAG.TOMBSTONE : 0);
-  buf.writeDoubleBE(r.eventNumber, o); o += 8;
-  buf.writeDoubleBE(r.created, o); o += 8;
-  r.eventId.copy(buf, o); o += 16;
-  buf.writeUInt16BE(stream.length, o); o += 2;
-  buf.writeUInt16BE(type.length, o); o += 2;
-  buf.writeUInt32BE(r.data.length, o); o += 4;
-  buf.writeUInt32BE(r.metadata.length, o); o += 4;
-  o += stream.copy(buf, o);
-  o += type.copy(buf, o);
-  o += r.data.copy(buf, o);
-  r.metadata.copy(buf, o);
+  buf[o++] = (e.isJson ? FLAG.JSON : 0) | (tombstone ? FLAG.TOMBSTONE : 0);
+  buf.writeDoubleBE(eventNumber, o); o += 8;
+  buf.writeDoubleBE(created, o); o += 8;
+  e.eventId.copy(buf, o); o += 16;
+  buf.writeUInt16BE(streamLength, o); o += 2;
+  buf.writeUInt16BE(typeLength, o); o += 2;
+  buf.writeUInt32BE(e.data.length, o); o += 4;
+  buf.writeUInt32BE(e.metadata.length, o); o += 4;
+  o += buf.write(streamId, o, 'utf8');
+  o += buf.write(e.eventType, o, 'utf8');
+  o += e.data.copy(buf, o);
+  e.metadata.copy(buf, o);
   return buf;
 }
 

@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RocksLevel } from '@nxtedition/rocksdb';
-import { SyncWriteThread } from './sync-thread.js';
 
 // The RocksDB handle and the few synchronous calls the store makes. The store serialises all
 // writes through one writer, and reads are short range scans, so synchronous native calls
@@ -12,12 +11,10 @@ import { SyncWriteThread } from './sync-thread.js';
 export interface Range { gte?: Buffer; gt?: Buffer; lt?: Buffer; lte?: Buffer; limit?: number; reverse?: boolean }
 export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buffer];
 
-export class Rocks {
-  private readonly syncThread: SyncWriteThread;
+const NO_OPTIONS = {};
 
-  private constructor(private readonly db: RocksLevel, readonly location: string, private readonly ephemeral: boolean) {
-    this.syncThread = new SyncWriteThread(db.handle);
-  }
+export class Rocks {
+  private constructor(private readonly db: RocksLevel, readonly location: string, private readonly ephemeral: boolean) {}
 
   /** Opens (creating) the database in `dir`; `inMemory` puts it on tmpfs and removes it on close. */
   static async open(dir: string, inMemory: boolean): Promise<Rocks> {
@@ -47,9 +44,20 @@ export class Rocks {
     return this.db._getManySync([key], { valueEncoding: 'buffer' })[0];
   }
 
-  /** Writes all operations atomically on the sync thread; resolves once they are durable. */
-  writeDurable(ops: readonly BatchOp[]): Promise<void> {
-    return this.syncThread.write(ops);
+  /**
+   * Writes all operations as one atomic batch with sync (WAL fsync) and returns once durable.
+   * Synchronous on purpose: measured on this class of machine (fdatasync ~0.3 ms), a worker
+   * thread for the write lost 45% of append throughput to the hand-off (bench (b): 35k vs 58k
+   * events/s) while the event loop gained little from not blocking.
+   */
+  writeDurable(ops: readonly BatchOp[]): void {
+    const batch = this.db.batch();
+    for (const op of ops) {
+      if (op.length === 2) batch._put(op[0], op[1], NO_OPTIONS);
+      else batch._del(op[0], NO_OPTIONS);
+    }
+    batch._writeSync({ sync: true });
+    void batch.close();
   }
 
   property(name: string): string | undefined {
@@ -61,7 +69,6 @@ export class Rocks {
   }
 
   async close(): Promise<void> {
-    await this.syncThread.stop();
     await this.db.close();
     if (this.ephemeral) rmSync(this.location, { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@ import type { Rocks, BatchOp } from './rocks.js';
 import type { CommitBus } from './bus.js';
 import type { ExpectedVersion } from './expected-version.js';
 import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
-import { encodeRecord, type EventRecord, type NewRecord } from './record.js';
+import { encodeRecord, type EventRecord } from './record.js';
 import { eventIdKey, indexKey, logKey, readU64, u64Value } from './keys.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
@@ -19,6 +19,7 @@ import { nowMicros } from './clock.js';
 // The single writer. Appends and deletes wait in one queue; each flush drains it into ONE
 // RocksDB write batch (log records, index entries, stream infos and the writer checkpoint
 // together) written with sync, and only then acknowledges them and publishes the commit.
+// Appends arriving while a flush runs wait for the next one: that is the group commit.
 // Expected-version and idempotency checks run here, against the in-memory stream infos, so
 // concurrent writers to one stream are serialised without locks.
 
@@ -104,9 +105,10 @@ class BatchBuilder {
     return pending ? pending.position : -1;
   }
 
-  addRecord(streamId: string, info: StreamInfo, record: Omit<NewRecord, 'streamId' | 'created'>, created: number): EventRecord {
-    const full: NewRecord = { ...record, streamId, created };
-    const bytes = encodeRecord(full);
+  /** Appends one record to the batch: log entry, and (unless a tombstone) index and event-id entries. */
+  addRecord(streamId: string, info: StreamInfo, eventNumber: number, e: ProposedEvent, created: number,
+    tombstone = false): EventRecord {
+    const bytes = encodeRecord(streamId, eventNumber, e, created, tombstone);
     let position = this.position;
     const room = this.deps.chunkSize - (position % this.deps.chunkSize);
     // A record never straddles a chunk boundary unless it is larger than a chunk.
@@ -114,16 +116,19 @@ class BatchBuilder {
     assert(position >= this.position, 'log positions strictly increase');
     this.position = position + bytes.length;
     this.ops.push([logKey(position), bytes]);
-    if (!full.tombstone) {
-      assert(record.eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
-      this.ops.push([indexKey(info.streamNumber, record.eventNumber), u64Value(position)]);
-      const idKey = eventIdKey(info.streamNumber, record.eventId);
-      this.ops.push([idKey, u64Value(record.eventNumber)]);
-      this.newEventIds.set(idKey.toString('latin1'), record.eventNumber);
+    if (!tombstone) {
+      assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
+      this.ops.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
+      const idKey = eventIdKey(info.streamNumber, e.eventId);
+      this.ops.push([idKey, u64Value(eventNumber)]);
+      this.newEventIds.set(idKey.toString('latin1'), eventNumber);
     }
     this.bytes += bytes.length;
     this.recordCount++;
-    const stored: EventRecord = { ...full, position, size: bytes.length };
+    const stored: EventRecord = {
+      position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
+      isJson: e.isJson, data: e.data, metadata: e.metadata, created, tombstone,
+    };
     this.records.push(stored);
     return stored;
   }
@@ -214,18 +219,20 @@ export class Writer {
     }
     const next = this.prepareCommit(builder);
     const started = performance.now();
-    this.deps.rocks.writeDurable(builder.ops).then(() => {
-      // Durable: now make it visible, acknowledge, and tell the followers.
-      this.applyCommit(builder, next);
-      this.stats.flushed(taken.length, performance.now() - started, taken[0].enqueued, this.queue.length);
-      for (const outcome of outcomes) outcome();
-      this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
-      this.afterFlush();
-    }, (err: Error) => {
+    try {
+      this.deps.rocks.writeDurable(builder.ops);
+    } catch (err) {
       this.stats.flushed(0, performance.now() - started, taken[0].enqueued, this.queue.length);
-      for (const op of taken) op.reject(err);
+      for (const op of taken) op.reject(err as Error);
       this.afterFlush();
-    });
+      return;
+    }
+    // Durable: now make it visible, acknowledge, and tell the followers.
+    this.applyCommit(builder, next);
+    this.stats.flushed(taken.length, performance.now() - started, taken[0].enqueued, this.queue.length);
+    for (const outcome of outcomes) outcome();
+    this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+    this.afterFlush();
   }
 
   private afterFlush(): void {
@@ -267,14 +274,13 @@ export class Writer {
     const info = b.ensureInfo(streamId);
     let last = info.lastEventNumber;
     let firstPosition = -1;
+    const growing = { streamNumber: info.streamNumber, lastEventNumber: last, tombstoned: false };
     for (const e of events) {
-      const record = b.addRecord(streamId, { ...info, lastEventNumber: last }, {
-        eventNumber: last + 1, eventId: e.eventId, eventType: e.eventType, isJson: e.isJson, data: e.data, metadata: e.metadata,
-      }, now);
+      const record = b.addRecord(streamId, growing, last + 1, e, now);
       if (firstPosition < 0) firstPosition = record.position;
-      last++;
+      growing.lastEventNumber = ++last;
     }
-    b.setInfo(streamId, { ...info, lastEventNumber: last });
+    b.setInfo(streamId, { streamNumber: info.streamNumber, lastEventNumber: last, tombstoned: false });
     if (isMetastream(streamId)) b.metadataWritten.add(originalStreamOf(streamId));
     if (softDeleted) {
       // Recreating a soft-deleted stream: the old events stay hidden behind a new $tb.
@@ -344,10 +350,9 @@ export class Writer {
       return { position: this.writeMetadataText(b, streamId, `{"$tb":${SOFT_DELETED_TB_TEXT}}`, now) };
     }
     const info = b.ensureInfo(streamId);
-    const record = b.addRecord(streamId, info, {
-      eventNumber: TOMBSTONE_EVENT_NUMBER, eventId: newUuid(), eventType: '$streamDeleted', isJson: false,
-      data: Buffer.alloc(0), metadata: Buffer.alloc(0), tombstone: true,
-    }, now);
+    const record = b.addRecord(streamId, info, TOMBSTONE_EVENT_NUMBER, {
+      eventId: newUuid(), eventType: '$streamDeleted', isJson: false, data: Buffer.alloc(0), metadata: Buffer.alloc(0),
+    }, now, true);
     b.setInfo(streamId, { ...info, tombstoned: true });
     b.metadataWritten.add(streamId);
     return { position: record.position };
@@ -360,9 +365,8 @@ export class Writer {
   private writeMetadataText(b: BatchBuilder, streamId: string, json: string, now: number): number {
     const meta = metastreamOf(streamId);
     const info = b.ensureInfo(meta);
-    const record = b.addRecord(meta, info, {
-      eventNumber: info.lastEventNumber + 1, eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true,
-      data: Buffer.from(json, 'utf8'), metadata: Buffer.alloc(0),
+    const record = b.addRecord(meta, info, info.lastEventNumber + 1, {
+      eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true, data: Buffer.from(json, 'utf8'), metadata: Buffer.alloc(0),
     }, now);
     b.setInfo(meta, { ...info, lastEventNumber: info.lastEventNumber + 1 });
     b.metadataWritten.add(streamId);

@@ -6,12 +6,18 @@ declare module '@nxtedition/rocksdb' {
     keyEncoding?: 'buffer' | 'utf8'; valueEncoding?: 'buffer' | 'utf8';
     highWaterMarkBytes?: number; fillCache?: boolean;
   }
+  interface ChainedBatch {
+    _put(key: Buffer, value: Buffer, options: object): void;
+    _del(key: Buffer, options: object): void;
+    _writeSync(options: { sync?: boolean }): void;
+    close(): Promise<void>;
+  }
   export class RocksLevel {
     constructor(location: string, options?: Record<string, unknown>);
     open(options?: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
     readonly status: string;
-    readonly handle: bigint;
+    batch(): ChainedBatch;
     querySync(options: RangeOptions): { rows: (Buffer | undefined)[]; finished: boolean };
     _getManySync(keys: Buffer[], options?: { valueEncoding?: 'buffer' | 'utf8'; fillCache?: boolean }): (Buffer | undefined)[];
     getProperty(property: string): string;

@@ -1,0 +1,46 @@
+import { tmpdir } from 'node:os';
+
+// The knobs of one bench run, all from the environment so `npm run bench` needs no arguments.
+
+export type ScenarioId = 'a' | 'b' | 'c';
+
+export interface BenchConfig {
+  /** Measured seconds per scenario and server. */
+  seconds: number;
+  /** Seconds of unmeasured load before each measurement (JIT, RocksDB memtables, TCP). */
+  warmupSeconds: number;
+  connections: number;
+  /** Scenarios to run, e.g. BENCH_ONLY=a for profiling one of them. */
+  only: ScenarioId[];
+  /** Parent of the node's temporary data directory: must be a real disk for fsync to cost what it costs. */
+  dataParent: string;
+  /** When set, the node under test runs with --cpu-prof and writes its profile here. */
+  cpuProfDir: string | undefined;
+}
+
+function number(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got '${raw}'`);
+  return n;
+}
+
+function scenarios(): ScenarioId[] {
+  const raw = process.env.BENCH_ONLY;
+  if (!raw) return ['a', 'b', 'c'];
+  const ids = raw.split(',').map((s) => s.trim());
+  for (const id of ids) if (id !== 'a' && id !== 'b' && id !== 'c') throw new Error(`BENCH_ONLY: unknown scenario '${id}'`);
+  return ids as ScenarioId[];
+}
+
+export function benchConfig(): BenchConfig {
+  return {
+    seconds: number('BENCH_SECONDS', 10, 1),
+    warmupSeconds: number('BENCH_WARMUP_SECONDS', 2, 0),
+    connections: Math.floor(number('BENCH_CONNECTIONS', 64, 1)),
+    only: scenarios(),
+    dataParent: process.env.BENCH_DATA_DIR || tmpdir(),
+    cpuProfDir: process.env.BENCH_CPU_PROF || undefined,
+  };
+}
