@@ -63,7 +63,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       log.info('shutting down: no new requests; finishing the writes in flight');
       if (app) {
         markDraining(app);
+        // Answers in flight close their connections; a client that keeps an idle keep-alive
+        // connection open past the grace period is cut off rather than holding the shutdown.
+        const server = app.server;
+        const force = setTimeout(() => server.closeAllConnections(), 5000).unref();
         await app.close();
+        clearTimeout(force);
       }
       stats.stop();
       users.stop();

@@ -177,6 +177,7 @@ async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: Fastify
   const meta = metastreamOf(streamId);
   requireAccess(ctx, req, 'r', meta);
   const found = ctx.store.readEvent(meta, which === undefined || which === 'head' ? -1 : parseEventNumber(which), false);
+  if (found.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
   if (found.status === 'ok' && found.event.event) {
     applyCaching(req, reply, mediaType, { immutable: false, version: found.event.event.eventNumber }, true);
     return sendEvent(reply, req, baseUrl(req), mediaType, found.event);

@@ -5,7 +5,7 @@ import { decodeRecord, type EventRecord } from './record.js';
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
 import {
-  EMPTY_METADATA, isMetastream, isSoftDeleted, metastreamOf, parseMetadata, type StreamMetadata,
+  EMPTY_METADATA, isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, parseMetadata, type StreamMetadata,
 } from './metadata.js';
 
 // Reads: stream pages through the stream index, $all pages straight off the log, metadata
@@ -149,6 +149,7 @@ export class Reader {
 
   private openStream(streamId: string):
     { status: 'ok'; info: StreamInfo; metadata: StreamMetadata } | { status: 'noStream' } | { status: 'deleted' } {
+    if (isMetastream(streamId) && this.streams.get(originalStreamOf(streamId))?.tombstoned) return { status: 'deleted' };
     const info = this.streams.get(streamId);
     if (!info) return { status: 'noStream' };
     if (info.tombstoned) return { status: 'deleted' };

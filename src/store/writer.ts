@@ -264,6 +264,8 @@ export class Writer {
     now: number): AppendResult {
     const existing = b.info(streamId);
     if (existing?.tombstoned) throw new StreamDeletedError(streamId);
+    // A hard-deleted stream's metadata stream is gone with it.
+    if (isMetastream(streamId) && b.info(originalStreamOf(streamId))?.tombstoned) throw new StreamDeletedError(streamId);
     const metadata = this.deps.metadataOf(streamId);
     const softDeleted = isSoftDeleted(metadata);
     const current = existing?.lastEventNumber ?? -1;
