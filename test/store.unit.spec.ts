@@ -122,4 +122,22 @@ describe('store', () => {
     await closed;
     await expect(store.append('closing', ExpectedVersion.any, [event()])).rejects.toThrow(/shutting down/);
   });
+
+  it('a transaction writes to several streams atomically: all or nothing', async () => {
+    const store = await openStore();
+    await store.append('tx-b', ExpectedVersion.any, [event()]);
+    await expect(store.transact([
+      { streamId: 'tx-a', expected: ExpectedVersion.any, events: [event('A')] },
+      { streamId: 'tx-b', expected: ExpectedVersion.exact(5), events: [event('B')] },
+    ])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    expect(store.streamInfo('tx-a')).toBeUndefined();
+    expect(store.streamInfo('tx-b')!.lastEventNumber).toBe(0);
+    const results = await store.transact([
+      { streamId: 'tx-a', expected: ExpectedVersion.noStream, events: [event('A'), event('A')] },
+      { streamId: 'tx-b', expected: ExpectedVersion.exact(0), events: [event('B')] },
+    ]);
+    expect(results.map((r) => [r.firstEventNumber, r.lastEventNumber])).toEqual([[0, 1], [1, 1]]);
+    const all = store.readAllForward(0, 100).records.map((r) => r.streamId);
+    expect(all).toEqual(['tx-b', 'tx-a', 'tx-a', 'tx-b']);
+  });
 });

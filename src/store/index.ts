@@ -2,14 +2,14 @@ import type { Logger } from 'pino';
 import { Rocks } from './rocks.js';
 import { CommitBus } from './bus.js';
 import { Reader } from './reader.js';
-import { Writer, type AppendResult, type DeleteResult, type ProposedEvent } from './writer.js';
+import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type StreamWrite } from './writer.js';
 import { loadStreams, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import type { ExpectedVersion } from './expected-version.js';
 
 export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
 export type { EventRecord } from './record.js';
-export type { ProposedEvent, AppendResult, DeleteResult } from './writer.js';
+export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite } from './writer.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget, LINK_EVENT_TYPE } from './reader.js';
 export type { Commit } from './bus.js';
@@ -82,6 +82,11 @@ export class Store {
 
   append(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
     return this.writer.append(streamId, expected, events);
+  }
+
+  /** Appends to several streams in one atomic, durable batch (all or nothing). */
+  transact(writes: StreamWrite[]): Promise<AppendResult[]> {
+    return this.writer.transact(writes);
   }
 
   /** Soft delete (the stream can be written again) or hard delete (a permanent tombstone). */

@@ -46,7 +46,16 @@ type Pending =
   | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[];
       resolve: (r: AppendResult) => void; reject: (e: Error) => void; enqueued: number }
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
-      resolve: (r: DeleteResult) => void; reject: (e: Error) => void; enqueued: number };
+      resolve: (r: DeleteResult) => void; reject: (e: Error) => void; enqueued: number }
+  | { kind: 'transaction'; streamId: string; writes: StreamWrite[];
+      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void; enqueued: number };
+
+/** One stream's part of a multi-stream transaction. */
+export interface StreamWrite {
+  streamId: string;
+  expected: ExpectedVersion;
+  events: ProposedEvent[];
+}
 
 export interface WriterDeps {
   rocks: Rocks;
@@ -136,6 +145,30 @@ class BatchBuilder {
   setInfo(streamId: string, info: StreamInfo): void {
     this.infos.set(streamId, info);
   }
+
+  /** A point to roll back to if a later part of a transaction fails. */
+  mark() {
+    return {
+      ops: this.ops.length, records: this.records.length, position: this.position, nextStreamNumber: this.nextStreamNumber,
+      recordCount: this.recordCount, bytes: this.bytes, infos: new Map(this.infos), newEventIds: new Map(this.newEventIds),
+      metadataWritten: new Set(this.metadataWritten),
+    };
+  }
+
+  rollback(m: ReturnType<BatchBuilder['mark']>): void {
+    this.ops.length = m.ops;
+    this.records.length = m.records;
+    this.position = m.position;
+    this.nextStreamNumber = m.nextStreamNumber;
+    this.recordCount = m.recordCount;
+    this.bytes = m.bytes;
+    this.infos.clear();
+    for (const [k, v] of m.infos) this.infos.set(k, v);
+    this.newEventIds.clear();
+    for (const [k, v] of m.newEventIds) this.newEventIds.set(k, v);
+    this.metadataWritten.clear();
+    for (const k of m.metadataWritten) this.metadataWritten.add(k);
+  }
 }
 
 export class Writer {
@@ -155,6 +188,14 @@ export class Writer {
     assert(events.length > 0, 'an append carries at least one event');
     return new Promise((resolve, reject) => {
       this.enqueue({ kind: 'append', streamId, expected, events, resolve, reject, enqueued: performance.now() });
+    });
+  }
+
+  /** Appends to several streams atomically: every write is applied, or none is. */
+  transact(writes: StreamWrite[]): Promise<AppendResult[]> {
+    assert(writes.length > 0 && writes.every((w) => w.events.length > 0), 'a transaction writes at least one event to each stream');
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'transaction', streamId: writes[0].streamId, writes, resolve, reject, enqueued: performance.now() });
     });
   }
 
@@ -193,14 +234,24 @@ export class Writer {
     const now = nowMicros();
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH) {
       const op = this.queue[0];
-      const target = isMetastream(op.streamId) ? originalStreamOf(op.streamId) : op.streamId;
-      if (builder.metadataWritten.has(target)) break; // its metadata changes in this batch: next flush
+      const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
+      const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
+      if (targets.some((t) => builder.metadataWritten.has(t))) break; // its metadata changes in this batch: next flush
       this.queue.shift();
       taken.push(op);
       try {
         if (op.kind === 'append') {
           const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
           outcomes.push(() => op.resolve(result));
+        } else if (op.kind === 'transaction') {
+          const mark = builder.mark();
+          try {
+            const results = op.writes.map((w) => this.planAppend(builder, w.streamId, w.expected, w.events, now));
+            outcomes.push(() => op.resolve(results));
+          } catch (err) {
+            builder.rollback(mark);
+            throw err;
+          }
         } else {
           const result = this.planDelete(builder, op.streamId, op.expected, op.hard, now);
           outcomes.push(() => op.resolve(result));
