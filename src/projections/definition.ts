@@ -1,0 +1,61 @@
+// The source definition a projection's query records, and the start-time rules that reject
+// illegal combinations (with the reasons the established servers give).
+
+export interface SourceDefinition {
+  allEvents: boolean;
+  allStreams: boolean;
+  streams: string[];
+  categories: string[];
+  events: string[];
+  byStream: boolean;
+  byCustomPartitions: boolean;
+  definesFold: boolean;
+  producesResults: boolean;
+  definesStateTransform: boolean;
+  handlesDeletedNotifications: boolean;
+  biState: boolean;
+  includeLinks: boolean;
+  reorderEvents: boolean;
+  processingLag: number;
+  resultStreamName: string | null;
+  partitionResultStreamNamePattern: string | null;
+  anyHandler: boolean;
+  /** Handler keys in property order ($any and event types), which decides what is delivered. */
+  handlerOrder: string[];
+}
+
+/** Which event types reach the handlers: every type, or only the listed ones. */
+export interface EventFilter { all: boolean; types: Set<string> }
+
+export function eventFilterOf(def: SourceDefinition): EventFilter {
+  let all = def.handlerOrder.length === 0;
+  const types = new Set<string>();
+  for (const key of def.handlerOrder) {
+    if (key === '$any') all = true;
+    else {
+      all = false;
+      types.add(key);
+    }
+  }
+  if (def.handlerOrder.length > 0 && def.handlerOrder[def.handlerOrder.length - 1] === '$any' && types.size > 0) {
+    return { all: true, types }; // rejected by validateDefinition
+  }
+  return { all, types };
+}
+
+/** The reason a definition cannot run, or undefined when it can. */
+export function definitionProblem(def: SourceDefinition): string | undefined {
+  const hasStreams = def.streams.length > 0;
+  const hasCategories = def.categories.length > 0;
+  if (!def.allStreams && !hasStreams && !hasCategories) return 'None of streams and categories are included';
+  if (hasStreams && hasCategories) return 'Streams and categories cannot be included in a filter at the same time';
+  if (def.allStreams && (hasStreams || hasCategories)) return 'Both FromAll and specific categories/streams cannot be set';
+  const filter = eventFilterOf(def);
+  if (filter.all && filter.types.size > 0) return 'Both AllEvents and specific event filters cannot be set';
+  if (def.byStream && hasStreams) return 'foreachStream projections are not supported on stream based sources';
+  if (def.reorderEvents && def.allStreams) return 'Event reordering cannot be used with fromAll()';
+  if (def.reorderEvents && def.streams.length < 2) return 'Event reordering is only available in fromStreams([]) projections';
+  if (def.reorderEvents && def.processingLag < 50) return 'Event reordering requires processing lag at least of 50ms';
+  if (def.handlesDeletedNotifications && !def.byStream) return 'Deleted stream notifications are only supported with foreachStream()';
+  return undefined;
+}

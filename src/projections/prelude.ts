@@ -1,0 +1,405 @@
+// The projection language, as it runs INSIDE the sandbox (an isolated-vm isolate). It is plain
+// JavaScript, evaluated once per isolate before the user's source. It records the definition
+// (selectors, partitioning, handlers, options) while the source runs, then switches to the
+// execution phase: the host passes batches of events as one JSON text and gets one JSON text
+// back with the changed partitions, emitted events and log lines. Nothing else crosses.
+
+export const PRELUDE = String.raw`
+'use strict';
+(function (global) {
+  const definition = {
+    allEvents: false, allStreams: false, streams: [], categories: [], events: [],
+    byStream: false, byCustomPartitions: false, definesFold: false, producesResults: false,
+    definesStateTransform: false, handlesDeletedNotifications: false, biState: false,
+    includeLinks: false, reorderEvents: false, processingLag: 0, resultStreamName: null,
+    partitionResultStreamNamePattern: null, anyHandler: false, handlerOrder: [],
+  };
+  const handlers = Object.create(null);
+  let partitionFn = null;
+  const transforms = [];
+  const logs = [];
+
+  function fail(message) { throw new Error(message); }
+  function str(v, what) { if (typeof v !== 'string') fail(what); return v; }
+  function toLog(args) {
+    return Array.prototype.map.call(args, (a) => typeof a === 'string' ? a : safeJson(a)).join(' ');
+  }
+  function safeJson(v) { try { return JSON.stringify(v); } catch (e) { return String(v); } }
+  function log() { logs.push(toLog(arguments)); }
+
+  // ---- definition phase: the chain grammar ----
+  function afterOutput() { return { transformBy, filterBy, outputTo }; }
+  function afterWhen() {
+    return { transformBy, filterBy, outputState, outputTo, $defines_state_transform: definesStateTransform };
+  }
+  function when(map) {
+    if (typeof map !== 'object' || map === null) fail('when expects an object of handlers');
+    definition.definesFold = true;
+    for (const key of Object.keys(map)) {
+      const fn = map[key];
+      if (typeof fn !== 'function') continue;
+      handlers[key] = fn;
+      if (key === '$init' || key === '$created') continue;
+      if (key === '$initShared') { definition.biState = true; continue; }
+      if (key === '$deleted') {
+        if (definition.biState) fail('Cannot handle deletes in bi-state projections');
+        definition.handlesDeletedNotifications = true;
+        continue;
+      }
+      if (key === '$any') { definition.anyHandler = true; definition.handlerOrder.push('$any'); continue; }
+      definition.events.push(key);
+      definition.handlerOrder.push(key);
+    }
+    return afterWhen();
+  }
+  function outputState() { definition.producesResults = true; return { transformBy, filterBy, outputTo }; }
+  function transformBy(fn) {
+    if (typeof fn !== 'function') fail('transformBy expects a function');
+    transforms.push({ kind: 'transform', fn });
+    definition.producesResults = true; definition.definesStateTransform = true;
+    return { transformBy, filterBy, outputState, outputTo };
+  }
+  function filterBy(fn) {
+    if (typeof fn !== 'function') fail('filterBy expects a function');
+    transforms.push({ kind: 'filter', fn });
+    definition.producesResults = true; definition.definesStateTransform = true;
+    return { transformBy, filterBy, outputState, outputTo };
+  }
+  function definesStateTransform() {
+    definition.producesResults = true; definition.definesStateTransform = true;
+    return afterOutput();
+  }
+  function outputTo(resultStream, pattern) {
+    if (arguments.length < 1 || arguments.length > 2) fail('outputTo expects 1 or 2 arguments');
+    definition.resultStreamName = str(resultStream, 'expected string value');
+    if (pattern !== undefined) definition.partitionResultStreamNamePattern = str(pattern, 'expected string value');
+  }
+  function partitionBy(fn) {
+    if (typeof fn !== 'function') fail('partitionBy');
+    partitionFn = fn;
+    definition.byCustomPartitions = true;
+    return { when };
+  }
+  function foreachStream() { definition.byStream = true; return { when }; }
+  const streamChain = () => ({ when, partitionBy, outputState });
+  const allChain = () => ({ when, partitionBy, outputState, foreachStream });
+  function names(args, what) {
+    const list = args.length === 1 && Array.isArray(args[0]) ? args[0] : Array.prototype.slice.call(args);
+    return list.map((s) => str(s, what));
+  }
+  function fromAll() { definition.allStreams = true; return allChain(); }
+  function fromStream(s) { definition.streams.push(str(s, 'stream')); return streamChain(); }
+  function fromStreams() { for (const s of names(arguments, 'streams')) definition.streams.push(s); return streamChain(); }
+  function fromCategory() {
+    const list = names(arguments, 'category');
+    if (list.length === 1) { definition.categories.push(list[0]); return allChain(); }
+    for (const c of list) definition.streams.push('$ce-' + c);
+    return allChain();
+  }
+  function fromCategories() {
+    for (const c of names(arguments, 'categories')) definition.streams.push('$ce-' + c);
+    return allChain();
+  }
+  const OPTION_TYPES = {
+    resultstreamname: ['resultStreamName', 'string'], $includelinks: ['includeLinks', 'boolean'],
+    reorderevents: ['reorderEvents', 'boolean'], processinglag: ['processingLag', 'number'], bistate: ['biState', 'boolean'],
+  };
+  function options(o) {
+    if (typeof o !== 'object' || o === null) fail('options expects an object');
+    for (const key of Object.keys(o)) {
+      const known = OPTION_TYPES[key.toLowerCase()];
+      if (!known) fail('Unrecognized option: ' + key);
+      if (typeof o[key] !== known[1]) fail('Invalid value');
+      if (known[0] === 'biState' && o[key] && definition.handlesDeletedNotifications) fail('Cannot handle deletes in bi-state projections');
+      definition[known[0]] = o[key];
+    }
+  }
+  function on_event(type, fn) { const m = {}; m[type] = fn; when(m); }
+  function on_any(fn) { when({ $any: fn }); }
+
+  const DEFINITION_API = { fromAll, fromStream, fromStreams, fromCategory, fromCategories, options, on_event, on_any };
+  for (const k of Object.keys(DEFINITION_API)) global[k] = DEFINITION_API[k];
+  global.log = log;
+  global.console = { log, info: log, warn: log, error: log, debug: log };
+  // No string compilation inside the sandbox.
+  delete global.eval;
+  Object.defineProperty(Function.prototype, 'constructor', { value: undefined, writable: false, configurable: false });
+
+  // ---- execution phase ----
+  let config = null;
+  const states = new Map(); // partition -> state (live objects)
+  const results = new Map(); // partition -> result JSON text
+  const serialized = new Map(); // partition -> state JSON text (as last reported)
+  let out = null;
+  let current = null; // the event being handled
+
+  function serialize(value, depth) {
+    if (depth > 64) fail('The state is nested too deeply to serialise');
+    if (value === null) return 'null';
+    switch (typeof value) {
+      case 'number': if (!isFinite(value)) fail('The state contains NaN or Infinity, which cannot be serialised'); return JSON.stringify(value);
+      case 'string': return JSON.stringify(value);
+      case 'boolean': return value ? 'true' : 'false';
+      case 'bigint': return JSON.stringify(String(value));
+      case 'undefined': return 'null';
+      case 'function': fail('The state contains a function, which cannot be serialised');
+      case 'object': break;
+      default: return 'null';
+    }
+    if (Array.isArray(value)) {
+      const parts = [];
+      for (let i = 0; i < value.length; i++) parts.push(value[i] === undefined ? 'null' : serialize(value[i], depth + 1));
+      return '[' + parts.join(',') + ']';
+    }
+    const parts = [];
+    for (const key of Object.getOwnPropertyNames(value)) {
+      const v = value[key];
+      if (v === undefined) continue;
+      parts.push(JSON.stringify(key) + ':' + serialize(v, depth + 1));
+    }
+    return '{' + parts.join(',') + '}';
+  }
+
+  // The event object handlers see: read-only fields, body/metadata parsed on first access.
+  class Envelope {
+    constructor(e, partition) { this._e = e; this._p = partition; this._body = NOT_PARSED; this._meta = NOT_PARSED; this._link = NOT_PARSED; }
+    get eventType() { return this._e.eventType; }
+    get streamId() { return this._e.streamId; }
+    get sequenceNumber() { return this._e.sequenceNumber; }
+    get eventId() { return this._e.eventId; }
+    get isJson() { return this._e.isJson; }
+    get bodyRaw() { return this._e.bodyRaw; }
+    get metadataRaw() { return this._e.metadataRaw; }
+    get linkMetadataRaw() { return this._e.linkMetadataRaw; }
+    get partition() { return this._p; }
+    get category() { return this._e.category === undefined ? null : this._e.category; }
+    get body() {
+      if (this._body === NOT_PARSED) this._body = this._e.isJson && this._e.bodyRaw ? JSON.parse(this._e.bodyRaw) : undefined;
+      return this._body;
+    }
+    get data() { return this.body; }
+    get metadata() {
+      if (this._meta === NOT_PARSED) this._meta = this._e.metadataRaw ? JSON.parse(this._e.metadataRaw) : null;
+      return this._meta;
+    }
+    get linkMetadata() {
+      if (this._link === NOT_PARSED) this._link = this._e.linkMetadataRaw ? JSON.parse(this._e.linkMetadataRaw) : null;
+      return this._link;
+    }
+    toJSON() {
+      return { eventType: this.eventType, streamId: this.streamId, sequenceNumber: this.sequenceNumber, eventId: this.eventId,
+        isJson: this.isJson, bodyRaw: this.bodyRaw, body: this.body, metadataRaw: this.metadataRaw, metadata: this.metadata,
+        linkMetadataRaw: this.linkMetadataRaw, linkMetadata: this.linkMetadata, partition: this.partition, category: this.category };
+    }
+  }
+  const NOT_PARSED = {};
+  function envelope(e, partition) { return new Envelope(e, partition); }
+
+  function requireEmit() {
+    if (!config.emitEnabled) fail("'emit' is not allowed by the projection/configuration/mode");
+  }
+  function emittedMetadata(extra) {
+    const meta = {};
+    if (extra !== undefined) {
+      if (typeof extra !== 'object' || extra === null) fail('metadata must be an object');
+      for (const k of Object.keys(extra)) if (extra[k] !== undefined) meta[k] = extra[k];
+    }
+    meta.$causedBy = current.eventId;
+    if (meta.$correlationId === undefined && current.isJson && current.metadataRaw) {
+      try { const m = JSON.parse(current.metadataRaw); if (m && m.$correlationId !== undefined) meta.$correlationId = m.$correlationId; } catch (e) {}
+    }
+    return meta;
+  }
+  function nonEmpty(v, what) {
+    if (v === null || v === undefined || v === '') fail(what + ' must not be empty');
+    if (typeof v !== 'string') fail('string expected');
+    return v;
+  }
+  function emit(streamId, eventType, body, metadata) {
+    requireEmit();
+    if (arguments.length < 3) fail('invalid number of parameters');
+    nonEmpty(streamId, 'streamId'); nonEmpty(eventType, 'eventType');
+    if (body === null || body === undefined) fail('body must not be null');
+    if (typeof body !== 'object') fail('object expected');
+    if (arguments.length > 3 && (metadata === undefined || metadata === null)) fail('metadata must be an object');
+    out.emitted.push({ streamId, eventType, data: serialize(body, 0), isJson: true, metadata: emittedMetadata(metadata) });
+  }
+  function linkTo(streamId, event, metadata) {
+    requireEmit();
+    if (arguments.length < 2 || arguments.length > 3) fail('invalid number of parameters');
+    nonEmpty(streamId, 'streamId');
+    if (!event || typeof event.sequenceNumber !== 'number' || typeof event.streamId !== 'string') {
+      fail('Invalid link to event ' + (event && event.sequenceNumber) + '@' + (event && event.streamId));
+    }
+    out.emitted.push({ streamId, eventType: '$>', data: event.sequenceNumber + '@' + event.streamId, isJson: false, metadata: emittedMetadata(metadata) });
+  }
+  function linkStreamTo(streamId, linkedStreamId, metadata) {
+    requireEmit();
+    nonEmpty(streamId, 'streamId'); nonEmpty(linkedStreamId, 'linkedStreamId');
+    out.emitted.push({ streamId, eventType: '$@', data: linkedStreamId, isJson: false, metadata: emittedMetadata(metadata) });
+  }
+  function copyTo(streamId, event, metadata) {
+    requireEmit();
+    nonEmpty(streamId, 'streamId');
+    if (!event || typeof event.eventType !== 'string') fail('copyTo expects an event');
+    const meta = {};
+    const source = event.metadata;
+    if (source && typeof source === 'object') {
+      for (const k of Object.keys(source)) if (!k.startsWith('$') || k === '$correlationId') meta[k] = source[k];
+    }
+    if (metadata && typeof metadata === 'object') for (const k of Object.keys(metadata)) if (!k.startsWith('$')) meta[k] = metadata[k];
+    out.emitted.push({ streamId, eventType: event.eventType, data: event.bodyRaw === null ? '' : event.bodyRaw, isJson: event.isJson, metadata: emittedMetadata(meta) });
+  }
+
+  function initState() {
+    return handlers.$init ? handlers.$init() : {};
+  }
+  function initShared() {
+    return handlers.$initShared ? handlers.$initShared() : {};
+  }
+  function isEmptyState(s) { return s === undefined || s === null; }
+
+  function stateOf(partition, env) {
+    let state = states.get(partition);
+    if (isEmptyState(state)) {
+      state = initState();
+      if (state === undefined) state = {};
+      states.set(partition, state);
+      touched.add(partition);
+      if (handlers.$created) {
+        const arg = config.biState ? [state, sharedState()] : state;
+        handlers.$created(arg, env);
+        if (config.biState) states.set('', arg[1]);
+      }
+    }
+    return states.get(partition);
+  }
+  function sharedState() {
+    let shared = states.get('');
+    if (isEmptyState(shared)) { shared = initShared(); states.set('', shared); touched.add(''); }
+    return shared;
+  }
+
+  let touched = new Set();
+
+  const SPECIAL_KEYS = new Set(['$init', '$initShared', '$created', '$deleted', '$any']);
+  function handlerFor(type) {
+    if (!SPECIAL_KEYS.has(type) && handlers[type]) return handlers[type];
+    return handlers.$any || null;
+  }
+
+  function partitionOf(e) {
+    if (config.byStream) return e.partitionStream;
+    if (config.byCustomPartitions) {
+      const key = partitionFn(envelope(e, ''));
+      if (typeof key === 'string') return key;
+      if (typeof key === 'number') return String(key);
+      return null;
+    }
+    return '';
+  }
+
+  function handleOne(e) {
+    current = e;
+    if (e.deletedPartition !== undefined) {
+      if (!handlers.$deleted) return false;
+      const partition = e.deletedPartition;
+      const state = stateOf(partition, null);
+      handlers.$deleted(state, null, partition, false);
+      touched.add(partition);
+      return true;
+    }
+    const handler = handlerFor(e.eventType);
+    const noHandlers = config.handlerOrder.length === 0;
+    if (!handler && !noHandlers) return false;
+    const partition = partitionOf(e);
+    if (partition === null) return false;
+    const env = envelope(e, partition);
+    if (noHandlers) {
+      states.set(partition, e.isJson && e.bodyRaw ? JSON.parse(e.bodyRaw) : e.bodyRaw);
+      touched.add(partition);
+      return true;
+    }
+    const state = stateOf(partition, env);
+    if (config.biState) {
+      const pair = [state, sharedState()];
+      const r = handler(pair, env);
+      const next = r === undefined ? pair : r;
+      if (!Array.isArray(next)) fail('A bi-state handler must return [state, sharedState]');
+      states.set(partition, next[0]);
+      states.set('', next[1]);
+      touched.add('');
+    } else {
+      const r = handler(state, env);
+      if (r !== undefined) states.set(partition, r);
+    }
+    touched.add(partition);
+    return true;
+  }
+
+  function resultOf(partition) {
+    let value = states.get(partition);
+    if (config.biState) value = [value, states.get('')];
+    for (const t of transforms) {
+      if (value === null || value === undefined) return null;
+      if (t.kind === 'transform') value = t.fn(value);
+      else if (t.fn(value) !== true) return null;
+    }
+    return value === null || value === undefined ? null : serialize(value, 0);
+  }
+
+  global.__svcDefinition = function () {
+    for (const k of Object.keys(DEFINITION_API)) delete global[k];
+    return JSON.stringify(definition);
+  };
+
+  global.__svcStart = function (configJson, statesJson) {
+    config = JSON.parse(configJson);
+    config.handlerOrder = definition.handlerOrder;
+    config.byStream = definition.byStream;
+    config.byCustomPartitions = definition.byCustomPartitions;
+    config.biState = definition.biState;
+    const stored = JSON.parse(statesJson);
+    for (const p of Object.keys(stored)) {
+      const [state, result] = stored[p];
+      states.set(p, state === null ? null : JSON.parse(state));
+      serialized.set(p, state);
+      if (result !== null) results.set(p, result);
+    }
+    global.emit = emit; global.linkTo = linkTo; global.linkStreamTo = linkStreamTo; global.copyTo = copyTo;
+  };
+
+  /** One batch: events in, one result out. Stops at the first failing event. */
+  global.__svcProcess = function (batchJson) {
+    const events = JSON.parse(batchJson);
+    out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null };
+    touched = new Set();
+    logs.length = 0;
+    for (let i = 0; i < events.length; i++) {
+      try {
+        if (handleOne(events[i])) out.handled++;
+        out.processed = i + 1;
+      } catch (err) {
+        out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: i };
+        break;
+      }
+    }
+    try {
+      for (const p of touched) {
+        const s = states.get(p);
+        const text = s === null || s === undefined ? null : typeof s === 'string' ? s : serialize(s, 0);
+        if (text === serialized.get(p)) continue;
+        serialized.set(p, text);
+        const result = definition.producesResults ? resultOf(p) : text;
+        const previous = results.has(p) ? results.get(p) : null;
+        if (result !== null) results.set(p, result); else results.delete(p);
+        out.changed.push([p, text, result, result !== previous]);
+      }
+    } catch (err) {
+      if (!out.fault) out.fault = { message: String(err && err.message || err), index: Math.max(out.processed - 1, 0) };
+    }
+    out.logs = logs.slice();
+    return JSON.stringify(out);
+  };
+})(globalThis);
+`;

@@ -1,0 +1,122 @@
+import ivm from 'isolated-vm';
+import { PRELUDE } from './prelude.js';
+import type { SourceDefinition } from './definition.js';
+
+// One isolate per running projection: a memory limit for the whole isolate and a CPU time
+// limit per call. The host crosses the boundary once per batch (one JSON text in, one out);
+// handlers never call back into the host.
+
+/** An event as the sandbox sees it (the envelope is built inside from these fields). */
+export interface SandboxEvent {
+  eventType: string;
+  streamId: string;
+  sequenceNumber: number;
+  eventId: string;
+  isJson: boolean;
+  bodyRaw: string | null;
+  metadataRaw: string | null;
+  linkMetadataRaw: string | null;
+  /** The partition of a foreachStream projection (the original stream, `$o` of a link, x of $$x). */
+  partitionStream: string;
+  category?: string | null;
+  /** Set for a "partition deleted" notification instead of an event. */
+  deletedPartition?: string;
+}
+
+export interface EmittedEvent {
+  streamId: string;
+  eventType: string;
+  data: string;
+  isJson: boolean;
+  metadata: Record<string, unknown>;
+}
+
+/** [partition, state JSON or null, result JSON or null, result changed] */
+export type ChangedPartition = [string, string | null, string | null, boolean];
+
+export interface BatchOutcome {
+  emitted: EmittedEvent[];
+  changed: ChangedPartition[];
+  logs: string[];
+  handled: number;
+  /** Events consumed before a fault (all of them when there was none). */
+  processed: number;
+  fault: { message: string; index: number } | null;
+}
+
+export interface SandboxLimits {
+  memoryLimitMb: number;
+  /** CPU time allowed for one call (the definition run, or one batch). */
+  timeoutMs: number;
+}
+
+/** The query could not be defined: the reason is the exception message. */
+export class DefinitionError extends Error {}
+
+export class Sandbox {
+  private constructor(
+    private readonly isolate: ivm.Isolate,
+    private readonly context: ivm.Context,
+    private readonly processFn: ivm.Reference<(batch: string) => string>,
+    private readonly limits: SandboxLimits,
+    readonly definition: SourceDefinition,
+  ) {}
+
+  /** Runs the query once to record its definition. */
+  static async create(source: string, limits: SandboxLimits): Promise<Sandbox> {
+    const isolate = new ivm.Isolate({ memoryLimit: limits.memoryLimitMb });
+    try {
+      const context = await isolate.createContext();
+      await (await isolate.compileScript(PRELUDE, { filename: 'prelude.js' })).run(context);
+      try {
+        const script = await isolate.compileScript(source, { filename: 'query.js' });
+        await script.run(context, { timeout: limits.timeoutMs });
+      } catch (err) {
+        throw new DefinitionError(describe(err));
+      }
+      const definitionJson = await context.evalClosure('return __svcDefinition();', [], { result: { copy: true } }) as string;
+      const processFn = await context.global.get('__svcProcess', { reference: true }) as ivm.Reference<(batch: string) => string>;
+      return new Sandbox(isolate, context, processFn, limits, JSON.parse(definitionJson) as SourceDefinition);
+    } catch (err) {
+      if (!isolate.isDisposed) isolate.dispose();
+      throw err;
+    }
+  }
+
+  /** Switches to the execution phase with the stored partition states ({partition: [state, result]}). */
+  async start(config: { emitEnabled: boolean }, states: Record<string, [string | null, string | null]>): Promise<void> {
+    await this.context.evalClosure('__svcStart($0, $1)', [JSON.stringify(config), JSON.stringify(states)],
+      { arguments: { copy: true }, timeout: this.limits.timeoutMs });
+  }
+
+  /** Handles one batch. A timeout or the memory limit becomes a fault at the batch's first event. */
+  async process(events: SandboxEvent[]): Promise<BatchOutcome> {
+    try {
+      const text = await this.processFn.apply(undefined, [JSON.stringify(events)],
+        { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
+      return JSON.parse(text) as BatchOutcome;
+    } catch (err) {
+      return { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: { message: describe(err), index: 0 } };
+    }
+  }
+
+  get disposed(): boolean {
+    return this.isolate.isDisposed;
+  }
+
+  /** Heap in use by the isolate, in bytes. */
+  heapUsed(): number {
+    return this.isolate.isDisposed ? 0 : this.isolate.getHeapStatisticsSync().used_heap_size;
+  }
+
+  dispose(): void {
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+  }
+}
+
+function describe(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/timed out/i.test(message)) return 'Projection script took too long to execute';
+  if (/memory limit/i.test(message)) return 'Projection script exceeded its memory limit';
+  return message;
+}
