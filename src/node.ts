@@ -13,6 +13,7 @@ import { childLogger, createLogger, setLogLevel } from './logger.js';
 import { StatsCollector } from './stats/collector.js';
 import { loadCertificates, type CertificateSet } from './tls/certificates.js';
 import { VERSION } from './version.js';
+import { ProjectionManager } from './projections/manager.js';
 
 export { VERSION };
 
@@ -50,6 +51,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
   const store = await Store.open({ dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, log: childLogger(log, 'store') });
   const users = new UserStore(store, childLogger(log, 'users'));
+  const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
+    memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
+  });
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();
   const peers = new Map<string, Record<string, unknown>>();
@@ -71,6 +75,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
+      await projections.stop();
       users.stop();
       await store.close();
       log.info('shut down cleanly');
@@ -126,13 +131,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
 
   try {
     await users.start({ adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword });
+    await projections.start();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections }, { https });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
     stats.stop();
+    await projections.stop();
     await app?.close();
     await store.close();
     throw err;

@@ -8,6 +8,9 @@ import { registerStreamWrites } from './streams-write.js';
 import { registerStreamReads } from './streams-read.js';
 import { registerUsers } from './users.js';
 import { registerNodeInfo } from './node-info.js';
+import { registerProjections } from './projections.js';
+import { ProjectionError } from '../projections/manager.js';
+import { QuerySyntaxError } from '../projections/validate.js';
 
 // The fastify app: one body parser that keeps raw bytes (routes decide what a body means),
 // authentication before every handler, CORS headers, and the one place errors become answers.
@@ -74,6 +77,11 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
       reply.headers(error.headers).code(error.status);
       return error.message ? reply.type('text/plain; charset=utf-8').send(error.message) : reply.send();
     }
+    if (error instanceof ProjectionError) {
+      const status = error.kind === 'NotFound' ? 404 : error.kind === 'Conflict' ? 409 : 400;
+      return reply.code(status).type('text/plain; charset=utf-8').send(error.message);
+    }
+    if (error instanceof QuerySyntaxError) return reply.code(400).type('text/plain; charset=utf-8').send(error.message);
     if (error instanceof WrongExpectedVersionError) {
       reply.raw.statusMessage = 'Wrong expected EventNumber';
       return reply.code(400).headers(currentVersionHeaders(error.currentVersion)).send();
@@ -102,5 +110,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerStreamReads(app, ctx);
   registerUsers(app, ctx);
   registerNodeInfo(app, ctx);
+  registerProjections(app, ctx);
   return app;
 }

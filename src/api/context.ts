@@ -6,6 +6,7 @@ import type { AccessControl } from '../auth/access.js';
 import type { AclOperation } from '../store/index.js';
 import type { Config, ConfigSource, OptionName } from '../config/index.js';
 import type { StatsCollector } from '../stats/collector.js';
+import type { ProjectionManager } from '../projections/manager.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import { ApiError } from './errors.js';
 
@@ -33,6 +34,7 @@ export interface ApiContext {
   config: Config;
   log: Logger;
   node: NodeControl;
+  projections: ProjectionManager;
 }
 
 declare module 'fastify' {

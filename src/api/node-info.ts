@@ -61,7 +61,7 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
 
   app.get('/info', async (req, reply) => send(req, reply, INFO_TYPES, 'info', {
     dbVersion: node.version, esVersion: node.version, state: 'leader',
-    features: { projections: false, userManagement: true, atomPub: true },
+    features: { projections: true, userManagement: true, atomPub: true },
     authentication: { type: 'internal', properties: {} },
   }));
 

@@ -82,6 +82,14 @@ export const OPTIONS = {
     kind: 'string', group: 'Certificate', default: undefined,
     help: 'Common name the node certificate must carry (wildcards like *.example.com allowed); checked on start and reload.',
   },
+  projectionMemoryLimit: {
+    kind: 'int', group: 'Projections', default: 128, min: 16, max: 4096,
+    help: 'Memory limit in MB of the sandbox (isolate) of each running projection.',
+  },
+  projectionExecutionTimeout: {
+    kind: 'int', group: 'Projections', default: 5000, min: 10, max: 600_000,
+    help: 'CPU time in ms a projection may spend on one batch of events (or on its definition) before it faults.',
+  },
   maxAppendSize: {
     kind: 'size', group: 'Database', default: 4 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
     help: 'Largest data + metadata of one event, in bytes; larger events answer 413.',

@@ -1,0 +1,276 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isOps, type Principal } from '../auth/principal.js';
+import type { ProjectionManager } from '../projections/manager.js';
+import type { Projection } from '../projections/projection.js';
+import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
+import { ApiError, badRequest } from './errors.js';
+import { baseUrl, escapeStream } from './urls.js';
+import { principalOf, requireAuthenticated, type ApiContext } from './context.js';
+
+// The projections API: create, list, read state and result, query and config, commands, delete.
+// Answers are JSON; errors are text with the reason, as the established servers answer them.
+
+type Query = Record<string, string | undefined>;
+
+function flag(q: Query, name: string, fallback: boolean): boolean {
+  const key = Object.keys(q).find((k) => k.toLowerCase() === name.toLowerCase());
+  const v = key === undefined ? undefined : q[key];
+  if (v === undefined || v === '') return fallback;
+  if (/^(yes|true|1)$/i.test(v)) return true;
+  if (/^(no|false|0)$/i.test(v)) return false;
+  throw badRequest(`'${v}' is not a valid value for ${name}: use yes/true/1 or no/false/0.`);
+}
+
+function source(req: FastifyRequest): string {
+  if (!req.headers['content-type'] && !Buffer.isBuffer(req.body)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
+  // The body is the query text, raw: clients send it form-encoded, and it must not be decoded.
+  return Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+}
+
+function requireOps(req: FastifyRequest): Principal {
+  const p = principalOf(req);
+  if (!isOps(p)) throw new ApiError('UNAUTHORIZED', 'Not Authorized');
+  return p;
+}
+
+function json(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
+}
+
+function statusText(p: Projection): string {
+  let status: string = p.status;
+  if ((p.status === 'Stopped' || p.status === 'Faulted') && p.persisted.enabled) status += ' (Enabled)';
+  return status;
+}
+
+function statistics(base: string, p: Projection): Record<string, unknown> {
+  const url = `${base}/projection/${encodeURIComponent(p.name)}`;
+  const produces = p.definition?.producesResults ?? false;
+  return {
+    coreProcessingTime: Math.round(p.coreProcessingTimeMs),
+    version: p.persisted.version,
+    epoch: p.persisted.epoch,
+    effectiveName: p.name,
+    writesInProgress: p.writesInProgress,
+    readsInProgress: p.status === 'Running' ? 1 : 0,
+    partitionsCached: p.partitionsCached,
+    status: statusText(p),
+    stateReason: p.stateReason,
+    name: p.name,
+    mode: p.persisted.mode,
+    position: `C:${p.position}/P:${p.position}`,
+    progress: p.progress(),
+    lastCheckpoint: p.lastCheckpointPosition < 0 ? 'C:-1/P:-1' : `C:${p.lastCheckpointPosition}/P:${p.lastCheckpointPosition}`,
+    eventsProcessedAfterRestart: p.eventsProcessedAfterRestart,
+    statusUrl: url,
+    stateUrl: `${url}/state`,
+    resultUrl: `${url}/result`,
+    queryUrl: `${url}/query?config=yes`,
+    resultStreamUrl: produces ? `${base}/streams/${escapeStream(p.resultStreamName)}` : null,
+    enableCommandUrl: `${url}/command/enable`,
+    disableCommandUrl: `${url}/command/disable`,
+    checkpointStatus: p.writesInProgress > 0 ? `Writing (${p.writesInProgress})` : '',
+    bufferedEvents: p.bufferedEvents,
+    writePendingEventsBeforeCheckpoint: 0,
+    writePendingEventsAfterCheckpoint: 0,
+  };
+}
+
+function configOf(p: Projection): Record<string, unknown> {
+  const c = p.persisted.config;
+  return {
+    emitEnabled: c.emitEnabled, trackEmittedStreams: c.trackEmittedStreams, checkpointAfterMs: c.checkpointAfterMs,
+    checkpointHandledThreshold: c.checkpointHandledThreshold, checkpointUnhandledBytesThreshold: c.checkpointUnhandledBytesThreshold,
+    pendingEventsThreshold: c.pendingEventsThreshold, maxWriteBatchLength: c.maxWriteBatchLength,
+    maxAllowedWritesInFlight: c.maxAllowedWritesInFlight, projectionExecutionTimeout: c.projectionExecutionTimeout,
+  };
+}
+
+function parseConfig(body: Buffer | undefined, current: ProjectionConfig): ProjectionConfig {
+  let doc: Record<string, unknown>;
+  try {
+    doc = JSON.parse(body?.toString('utf8') ?? '') as Record<string, unknown>;
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error();
+  } catch {
+    throw badRequest('Failed to parse the projection config');
+  }
+  const get = (k: string) => Object.entries(doc).find(([key]) => key.toLowerCase() === k.toLowerCase())?.[1];
+  const num = (k: keyof ProjectionConfig, min: number): number => {
+    const v = get(k);
+    if (v === undefined || v === null) return 0;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw badRequest(`${k} must be an integer of at least ${min}.`);
+    return v;
+  };
+  const bool = (k: keyof ProjectionConfig): boolean => {
+    const v = get(k);
+    if (v === undefined || v === null) return false;
+    if (typeof v !== 'boolean') throw badRequest(`${k} must be a boolean.`);
+    return v;
+  };
+  const timeout = get('projectionExecutionTimeout');
+  if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || timeout <= 0)) {
+    throw badRequest('projectionExecutionTimeout must be greater than 0.');
+  }
+  const config: ProjectionConfig = {
+    emitEnabled: bool('emitEnabled'),
+    trackEmittedStreams: bool('trackEmittedStreams'),
+    checkpointAfterMs: num('checkpointAfterMs', 0),
+    checkpointHandledThreshold: num('checkpointHandledThreshold', 0) || current.checkpointHandledThreshold,
+    checkpointUnhandledBytesThreshold: num('checkpointUnhandledBytesThreshold', 0) || current.checkpointUnhandledBytesThreshold,
+    pendingEventsThreshold: num('pendingEventsThreshold', 0) || current.pendingEventsThreshold,
+    maxWriteBatchLength: num('maxWriteBatchLength', 0) || current.maxWriteBatchLength,
+    maxAllowedWritesInFlight: num('maxAllowedWritesInFlight', 0),
+    projectionExecutionTimeout: typeof timeout === 'number' ? timeout : null,
+  };
+  if (config.checkpointUnhandledBytesThreshold < config.checkpointHandledThreshold) {
+    throw badRequest('checkpointUnhandledBytesThreshold must be at least checkpointHandledThreshold.');
+  }
+  return config;
+}
+
+function queryConfig(p: Projection): Record<string, unknown> {
+  const d = p.definition;
+  const definition: Record<string, unknown> = {};
+  if (d) {
+    if (d.allStreams) definition.allStreams = true;
+    if (d.allEvents || d.handlerOrder.length === 0) definition.allEvents = true;
+    if (d.byStream) definition.byStream = true;
+    if (d.byCustomPartitions) definition.byCustomPartitions = true;
+    if (d.categories.length) definition.categories = d.categories;
+    if (d.events.length) definition.events = d.events;
+    if (d.streams.length) definition.streams = d.streams;
+    const options: Record<string, unknown> = {};
+    if (d.resultStreamName) options.resultStreamName = d.resultStreamName;
+    if (d.includeLinks) options.$includeLinks = true;
+    if (d.reorderEvents) options.reorderEvents = true;
+    if (d.processingLag) options.processingLag = d.processingLag;
+    if (d.biState) options.biState = true;
+    if (d.definesFold) options.definesFold = true;
+    if (d.producesResults) options.producesResults = true;
+    if (d.definesStateTransform) options.definesStateTransform = true;
+    if (d.handlesDeletedNotifications) options.handlesDeletedNotifications = true;
+    definition.options = options;
+  }
+  const out: Record<string, unknown> = { name: p.name, query: p.persisted.query, type: 'JS' };
+  if (p.persisted.config.emitEnabled) out.emitEnabled = true;
+  if (p.persisted.config.trackEmittedStreams) out.trackEmittedStreams = true;
+  if (p.checkpoints) out.checkpointsEnabled = true;
+  out.definition = definition;
+  out.outputConfig = { resultStreamName: p.resultStreamName };
+  return out;
+}
+
+const MODES: Record<string, ProjectionMode> = { continuous: 'Continuous', onetime: 'OneTime', transient: 'Transient' };
+
+export function registerProjections(app: FastifyInstance, ctx: ApiContext): void {
+  const manager: ProjectionManager = ctx.projections;
+  const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
+  const find = (req: FastifyRequest) => manager.get(nameOf(req));
+
+  const listing = (filter: (p: Projection) => boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
+    requireAuthenticated(req);
+    const base = baseUrl(req);
+    return json(reply, 200, { projections: manager.list(filter).map((p) => statistics(base, p)) });
+  };
+  app.get('/projections/any', listing(() => true));
+  app.get('/projections/all-non-transient', listing((p) => p.persisted.mode !== 'Transient'));
+  for (const [path, mode] of Object.entries(MODES)) {
+    app.get(`/projections/${path}`, listing((p) => p.persisted.mode === mode));
+    app.post(`/projections/${path}`, async (req, reply) => {
+      const principal = mode === 'Transient' ? principalOf(req) : requireOps(req);
+      requireAuthenticated(req);
+      const q = req.query as Query;
+      const type = q.type ?? 'JS';
+      if (type.toUpperCase() !== 'JS') throw badRequest(`Unsupported projection handler type: ${type}`);
+      const p = await manager.create({
+        name: q.name || undefined, mode, query: source(req), enabled: flag(q, 'enabled', true),
+        emit: flag(q, 'emit', false), checkpoints: flag(q, 'checkpoints', false),
+        trackEmittedStreams: flag(q, 'trackemittedstreams', false),
+        runAs: { name: principal.name, roles: [...principal.roles] },
+      });
+      reply.header('Location', `${baseUrl(req)}/projection/${encodeURIComponent(p.name)}`);
+      return json(reply, 201, { name: p.name });
+    });
+  }
+
+  app.get('/projection/:name', async (req, reply) => {
+    requireAuthenticated(req);
+    return json(reply, 200, statistics(baseUrl(req), find(req)));
+  });
+
+  app.get('/projection/:name/statistics', async (req, reply) => {
+    requireAuthenticated(req);
+    return json(reply, 200, { projections: [statistics(baseUrl(req), find(req))] });
+  });
+
+  for (const which of ['state', 'result'] as const) {
+    app.get(`/projection/:name/${which}`, async (req, reply) => {
+      requireAuthenticated(req);
+      const p = find(req);
+      const partition = (req.query as Query).partition ?? '';
+      const body = which === 'state' ? p.stateOf(partition) : p.resultOf(partition);
+      const position = JSON.stringify({ $c: p.position, $p: p.position });
+      reply.header('SVC-Position', position).header('Kurrent-Position', position).header('ES-Position', position);
+      return reply.code(200).type('application/json; charset=utf-8').send(body);
+    });
+  }
+
+  app.get('/projection/:name/query', async (req, reply) => {
+    requireAuthenticated(req);
+    const p = find(req);
+    if (flag(req.query as Query, 'config', false)) return json(reply, 200, queryConfig(p));
+    return reply.code(200).type('application/javascript; charset=utf-8').send(p.persisted.query);
+  });
+
+  app.put('/projection/:name/query', async (req, reply) => {
+    requireAuthenticated(req);
+    const p = find(req);
+    if (p.persisted.mode !== 'Transient') requireOps(req);
+    const q = req.query as Query;
+    const emit = q.emit === undefined ? undefined : flag(q, 'emit', false);
+    await manager.updateQuery(p.name, source(req), emit);
+    return json(reply, 200, { name: p.name });
+  });
+
+  app.get('/projection/:name/config', async (req, reply) => {
+    requireOps(req);
+    return json(reply, 200, configOf(find(req)));
+  });
+
+  app.put('/projection/:name/config', async (req, reply) => {
+    requireOps(req);
+    const p = find(req);
+    await manager.updateConfig(p.name, parseConfig(Buffer.isBuffer(req.body) ? req.body : undefined, p.persisted.config ?? DEFAULT_CONFIG));
+    return json(reply, 200, configOf(p));
+  });
+
+  const commands: Record<string, (name: string, req: FastifyRequest) => Promise<void>> = {
+    enable: (name, req) => {
+      const runAs = flag(req.query as Query, 'enableRunAs', false) ? principalOf(req) : undefined;
+      return manager.enable(name, runAs ? { name: runAs.name, roles: [...runAs.roles] } : undefined);
+    },
+    disable: (name) => manager.disable(name),
+    reset: (name) => manager.reset(name),
+    abort: (name) => manager.abort(name),
+  };
+  for (const [command, run] of Object.entries(commands)) {
+    app.post(`/projection/:name/command/${command}`, async (req, reply) => {
+      requireAuthenticated(req);
+      const p = find(req);
+      if (p.persisted.mode !== 'Transient') requireOps(req);
+      await run(p.name, req);
+      return json(reply, 200, { name: p.name });
+    });
+  }
+
+  app.delete('/projection/:name', async (req, reply) => {
+    requireOps(req);
+    const q = req.query as Query;
+    await manager.delete(nameOf(req), {
+      deleteCheckpointStream: flag(q, 'deleteCheckpointStream', false),
+      deleteEmittedStreams: flag(q, 'deleteEmittedStreams', false),
+      deleteStateStream: flag(q, 'deleteStateStream', false),
+    });
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,219 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
+import { Projection, type RuntimeLimits } from './projection.js';
+import { DEFAULT_CONFIG, type PersistedProjection, type ProjectionConfig, type ProjectionMode, type RunAs } from './model.js';
+import {
+  checkpointStream, emittedStreamsStream, EVENT, partitionsStream, projectionStream, REGISTRY_STREAM,
+} from './streams.js';
+import { validateQuery } from './validate.js';
+
+// The registry of projections. Definitions live in the log ($projections-$all lists names,
+// $projections-<name> holds each definition) and are restored on start; transient projections
+// live in memory only.
+
+export class ProjectionError extends Error {
+  constructor(readonly kind: 'NotFound' | 'Conflict' | 'BadRequest', message: string) {
+    super(message);
+  }
+}
+
+export interface CreateRequest {
+  name?: string;
+  mode: ProjectionMode;
+  query: string;
+  enabled: boolean;
+  emit: boolean;
+  checkpoints: boolean;
+  trackEmittedStreams: boolean;
+  runAs: RunAs | null;
+}
+
+export interface DeleteFlags { deleteCheckpointStream: boolean; deleteEmittedStreams: boolean; deleteStateStream: boolean }
+
+export class ProjectionManager {
+  private readonly projections = new Map<string, Projection>();
+
+  constructor(private readonly store: Store, private readonly log: Logger, private readonly limits: RuntimeLimits) {}
+
+  /** Restores every persisted projection and starts the enabled ones. */
+  async start(): Promise<void> {
+    if (!this.store.streamInfo(REGISTRY_STREAM)) {
+      await this.store.append(REGISTRY_STREAM, ExpectedVersion.noStream, [textEvent(EVENT.initialized, '')]);
+    }
+    for (const [name, id] of this.registered()) {
+      const found = this.store.readEvent(projectionStream(name), -1);
+      if (found.status !== 'ok' || !found.event.event) continue;
+      const persisted = JSON.parse(found.event.event.data.toString('utf8')) as PersistedProjection;
+      const projection = new Projection(persisted, id, this.store, this.log, this.limits);
+      this.projections.set(name, projection);
+      if (persisted.enabled) await projection.start();
+    }
+  }
+
+  /** Stops every projection, writing a last checkpoint. */
+  async stop(): Promise<void> {
+    await Promise.all([...this.projections.values()].map((p) => p.stop(true, p.status === 'Running' ? 'Stopped' : p.status)));
+  }
+
+  list(filter: (p: Projection) => boolean = () => true): Projection[] {
+    return [...this.projections.values()].filter(filter);
+  }
+
+  get(name: string): Projection {
+    const p = this.projections.get(name);
+    if (!p) throw new ProjectionError('NotFound', `Projection ${name} not found`);
+    return p;
+  }
+
+  async create(req: CreateRequest): Promise<Projection> {
+    const name = req.name ?? (req.mode === 'Continuous' ? '' : randomUUID());
+    if (!name) throw new ProjectionError('BadRequest', 'Projection name is required');
+    if (this.projections.has(name)) throw new ProjectionError('Conflict', `Duplicate projection names : ${name}`);
+    validateQuery(req.query);
+    const persisted: PersistedProjection = {
+      name, handlerType: 'JS', mode: req.mode, query: req.query, enabled: req.enabled,
+      checkpointsEnabled: req.mode === 'Continuous' ? true : req.mode === 'Transient' ? false : req.checkpoints,
+      epoch: -1, version: 0, runAs: req.runAs,
+      config: { ...DEFAULT_CONFIG, emitEnabled: req.mode !== 'Transient' && req.emit, trackEmittedStreams: req.emit && req.trackEmittedStreams },
+    };
+    let id = -1;
+    if (req.mode !== 'Transient') {
+      const [created] = await this.store.transact([
+        { streamId: REGISTRY_STREAM, expected: ExpectedVersion.any, events: [textEvent(EVENT.created, name)] },
+        { streamId: projectionStream(name), expected: ExpectedVersion.any, events: [definitionEvent(persisted)] },
+      ]);
+      id = created.firstEventNumber;
+    }
+    const projection = new Projection(persisted, id, this.store, this.log, this.limits);
+    this.projections.set(name, projection);
+    if (req.enabled) await projection.start();
+    return projection;
+  }
+
+  async updateQuery(name: string, query: string, emit: boolean | undefined): Promise<void> {
+    const p = this.get(name);
+    validateQuery(query);
+    const wasRunning = p.status === 'Running' || p.persisted.enabled;
+    await p.stop(true);
+    const completed = p.status === 'Completed';
+    const next: PersistedProjection = {
+      ...p.persisted, query, version: p.persisted.version + 1,
+      config: { ...p.persisted.config, ...(emit === undefined ? {} : { emitEnabled: emit }) },
+    };
+    if (completed) next.epoch = next.version; // a completed query is reset with its new code
+    await this.persist(p, next);
+    if (completed) p.clear();
+    if (wasRunning) await p.start();
+  }
+
+  async updateConfig(name: string, config: ProjectionConfig): Promise<void> {
+    const p = this.get(name);
+    if (p.status !== 'Stopped' && p.status !== 'Faulted' && p.status !== 'Aborted') {
+      throw new ProjectionError('BadRequest', "Cannot update the config of a projection that hasn't been stopped or faulted.");
+    }
+    await this.persist(p, { ...p.persisted, config: { ...config, trackEmittedStreams: config.emitEnabled && config.trackEmittedStreams } });
+  }
+
+  async enable(name: string, runAs?: RunAs): Promise<void> {
+    const p = this.get(name);
+    if (p.status === 'Running') return;
+    await this.persist(p, { ...p.persisted, enabled: true, ...(runAs ? { runAs } : {}) });
+    await p.start();
+  }
+
+  async disable(name: string): Promise<void> {
+    const p = this.get(name);
+    await p.stop(true);
+    await this.persist(p, { ...p.persisted, enabled: false });
+  }
+
+  async abort(name: string): Promise<void> {
+    const p = this.get(name);
+    await p.stop(false);
+    await this.persist(p, { ...p.persisted, enabled: false });
+  }
+
+  /** Rebuilds from the beginning: a new epoch, so old checkpoints and results no longer count. */
+  async reset(name: string): Promise<void> {
+    const p = this.get(name);
+    const wasEnabled = p.persisted.enabled;
+    await p.stop(false);
+    const version = p.persisted.version + 1;
+    await this.persist(p, { ...p.persisted, version, epoch: version });
+    p.clear();
+    if (wasEnabled) await p.start();
+  }
+
+  async delete(name: string, flags: DeleteFlags): Promise<void> {
+    const p = this.get(name);
+    if (p.persisted.mode !== 'Transient' && p.status !== 'Stopped' && p.status !== 'Faulted' && p.status !== 'Aborted' && p.status !== 'Completed') {
+      throw new ProjectionError('BadRequest', "Cannot delete a projection that hasn't been stopped or faulted.");
+    }
+    await p.stop(false, p.status);
+    this.projections.delete(name);
+    if (p.persisted.mode === 'Transient') return;
+    if (flags.deleteEmittedStreams && p.persisted.config.trackEmittedStreams) {
+      for (const stream of this.emittedStreams(name)) await this.softDelete(stream);
+      await this.softDelete(emittedStreamsStream(name));
+    }
+    if (flags.deleteCheckpointStream) {
+      await this.softDelete(checkpointStream(name));
+      await this.softDelete(partitionsStream(name));
+    }
+    await this.store.append(REGISTRY_STREAM, ExpectedVersion.any, [textEvent(EVENT.deleted, name)]);
+    await this.softDelete(projectionStream(name)); // the name can be reused at once
+  }
+
+  private async softDelete(streamId: string): Promise<void> {
+    const info = this.store.streamInfo(streamId);
+    if (!info || info.tombstoned || info.lastEventNumber < 0) return;
+    await this.store.deleteStream(streamId, ExpectedVersion.any, false);
+  }
+
+  private emittedStreams(name: string): string[] {
+    const streams: string[] = [];
+    for (let from = 0; ;) {
+      const page = this.store.readStreamForward(emittedStreamsStream(name), from, 1000);
+      if (page.status !== 'ok') break;
+      for (const e of page.events) if (e.event) streams.push(e.event.data.toString('utf8'));
+      if (page.isEndOfStream) break;
+      from += 1000;
+    }
+    return streams;
+  }
+
+  private async persist(p: Projection, next: PersistedProjection): Promise<void> {
+    if (next.mode !== 'Transient') {
+      await this.store.append(projectionStream(next.name), ExpectedVersion.any, [definitionEvent(next)]);
+    }
+    p.persisted = next;
+  }
+
+  /** Names in the registry that were created and not deleted since, with their ids. */
+  private registered(): Map<string, number> {
+    const names = new Map<string, number>();
+    for (let from = 0; ;) {
+      const page = this.store.readStreamForward(REGISTRY_STREAM, from, 1000);
+      if (page.status !== 'ok') break;
+      for (const e of page.events) {
+        const record = e.event;
+        if (!record) continue;
+        const name = record.data.toString('utf8');
+        if (record.eventType === EVENT.created) names.set(name, record.eventNumber);
+        else if (record.eventType === EVENT.deleted) names.delete(name);
+      }
+      if (page.isEndOfStream) break;
+      from += 1000;
+    }
+    return names;
+  }
+}
+
+function textEvent(eventType: string, text: string) {
+  return { eventId: newUuid(), eventType, isJson: false, data: Buffer.from(text, 'utf8'), metadata: Buffer.alloc(0) };
+}
+
+function definitionEvent(p: PersistedProjection) {
+  return { eventId: newUuid(), eventType: EVENT.updated, isJson: true, data: Buffer.from(JSON.stringify(p), 'utf8'), metadata: Buffer.alloc(0) };
+}

@@ -1,0 +1,44 @@
+// The persisted shape of a projection (its `$ProjectionUpdated` event) and its configuration.
+
+export type ProjectionMode = 'Transient' | 'OneTime' | 'Continuous';
+
+export interface ProjectionConfig {
+  emitEnabled: boolean;
+  trackEmittedStreams: boolean;
+  checkpointAfterMs: number;
+  checkpointHandledThreshold: number;
+  checkpointUnhandledBytesThreshold: number;
+  pendingEventsThreshold: number;
+  maxWriteBatchLength: number;
+  maxAllowedWritesInFlight: number;
+  /** Per-batch CPU limit in ms; null = the server default. */
+  projectionExecutionTimeout: number | null;
+}
+
+export const DEFAULT_CONFIG: ProjectionConfig = {
+  emitEnabled: false,
+  trackEmittedStreams: false,
+  checkpointAfterMs: 500,
+  checkpointHandledThreshold: 4000,
+  checkpointUnhandledBytesThreshold: 10_000_000,
+  pendingEventsThreshold: 5000,
+  maxWriteBatchLength: 500,
+  maxAllowedWritesInFlight: 0,
+  projectionExecutionTimeout: null,
+};
+
+export interface RunAs { name: string; roles: string[] }
+
+export interface PersistedProjection {
+  name: string;
+  handlerType: 'JS';
+  mode: ProjectionMode;
+  query: string;
+  enabled: boolean;
+  checkpointsEnabled: boolean;
+  /** Checkpoints and emitted events of older epochs are ignored (set by reset). */
+  epoch: number;
+  version: number;
+  runAs: RunAs | null;
+  config: ProjectionConfig;
+}

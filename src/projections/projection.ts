@@ -1,0 +1,513 @@
+import type { Logger } from 'pino';
+import {
+  ExpectedVersion, formatUuid, isMetastream, isSoftDeleted, LINK_EVENT_TYPE, newUuid, originalStreamOf, parseMetadata,
+  type EventRecord, type ProposedEvent, type Store, type StreamWrite,
+} from '../store/index.js';
+import { Sandbox, DefinitionError, type BatchOutcome, type EmittedEvent, type SandboxEvent } from './sandbox.js';
+import { definitionProblem, eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
+import type { PersistedProjection } from './model.js';
+import {
+  checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,
+  partitionResultStream, partitionsStream,
+} from './streams.js';
+
+// One projection at run time: it reads the log from its checkpoint, hands the events its query
+// selects to its sandbox in batches, keeps every partition's state and result, and writes
+// checkpoint, partition states, results and emitted events together in ONE store transaction,
+// so a crash resumes from the last checkpoint with nothing emitted twice and nothing lost.
+
+export type ProjectionStatus = 'Stopped' | 'Preparing' | 'Running' | 'Stopping' | 'Faulted' | 'Completed' | 'Aborted';
+
+export interface RuntimeLimits { memoryLimitMb: number; executionTimeoutMs: number }
+
+interface PartitionValue { state: string | null; result: string | null }
+
+const READ_BATCH = 2000;
+const IDLE_CHECKPOINT_MS = 1000;
+const SOFT_DELETE_TB = 2 ** 53;
+
+export class Projection {
+  status: ProjectionStatus = 'Stopped';
+  stateReason = '';
+  /** Position of the next record to read. */
+  position = 0;
+  lastCheckpointPosition = -1;
+  eventsProcessedAfterRestart = 0;
+  bufferedEvents = 0;
+  coreProcessingTimeMs = 0;
+  writesInProgress = 0;
+  definition: SourceDefinition | undefined;
+
+  private sandbox: Sandbox | undefined;
+  private filter: EventFilter | undefined;
+  private readonly partitions = new Map<string, PartitionValue>();
+  private loop: Promise<void> | undefined;
+  private stopRequested = false;
+  private wake: AbortController | undefined;
+  // Since the last checkpoint:
+  private pendingEmits: EmittedEvent[] = [];
+  private pendingResults = new Map<string, string | null>();
+  private changedPartitions = new Set<string>();
+  private newPartitions: string[] = [];
+  private handledSinceCheckpoint = 0;
+  private lastCheckpointAt = 0;
+  /** Streams this run has checked it may write to (ownership, epoch truncation). */
+  private readonly ownedStreams = new Set<string>();
+  private readonly trackedStreams = new Set<string>();
+
+  constructor(public persisted: PersistedProjection, readonly id: number, private readonly store: Store,
+    private readonly log: Logger, private readonly limits: RuntimeLimits) {}
+
+  get name(): string {
+    return this.persisted.name;
+  }
+
+  get tag(): string {
+    return `${this.id}:${this.persisted.epoch}:${this.persisted.version}:4`;
+  }
+
+  get checkpoints(): boolean {
+    return this.persisted.checkpointsEnabled && this.persisted.mode !== 'Transient';
+  }
+
+  get resultStreamName(): string {
+    return this.definition?.resultStreamName?.trim() || defaultResultStream(this.name);
+  }
+
+  get partitionsCached(): number {
+    return this.partitions.size;
+  }
+
+  /** Raw state JSON of a partition ('' when none). */
+  stateOf(partition: string): string {
+    return this.partitions.get(partition)?.state ?? '';
+  }
+
+  resultOf(partition: string): string {
+    return this.partitions.get(partition)?.result ?? '';
+  }
+
+  /** Loads the checkpoint, prepares the sandbox and starts following the log. */
+  async start(): Promise<void> {
+    if (this.loop) return;
+    this.status = 'Preparing';
+    this.stateReason = '';
+    this.stopRequested = false;
+    this.eventsProcessedAfterRestart = 0;
+    try {
+      const stored = this.checkpoints ? this.loadCheckpoint() : new Map<string, PartitionValue>();
+      const sandbox = await Sandbox.create(this.persisted.query, {
+        memoryLimitMb: this.limits.memoryLimitMb,
+        timeoutMs: this.persisted.config.projectionExecutionTimeout ?? this.limits.executionTimeoutMs,
+      });
+      const problem = definitionProblem(sandbox.definition);
+      if (problem) {
+        sandbox.dispose();
+        throw new DefinitionError(problem);
+      }
+      await sandbox.start({ emitEnabled: this.persisted.config.emitEnabled },
+        Object.fromEntries([...stored].map(([p, v]) => [p, [v.state, v.result]])));
+      this.sandbox = sandbox;
+      this.definition = sandbox.definition;
+      this.filter = eventFilterOf(sandbox.definition);
+      this.partitions.clear();
+      for (const [p, v] of stored) this.partitions.set(p, v);
+    } catch (err) {
+      this.fault((err as Error).message);
+      return;
+    }
+    this.status = 'Running';
+    this.loop = this.run().catch((err) => this.fault(`The ${this.name} projection failed: ${(err as Error).message}`))
+      .finally(() => { this.loop = undefined; });
+  }
+
+  /** Stops following the log; with `checkpoint`, saves progress first (disable), without it aborts. */
+  async stop(checkpoint: boolean, finalStatus: ProjectionStatus = checkpoint ? 'Stopped' : 'Aborted'): Promise<void> {
+    this.stopRequested = true;
+    this.wake?.abort();
+    if (this.status === 'Running') this.status = 'Stopping';
+    await this.loop;
+    if (checkpoint && this.sandbox && this.status !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
+    this.release();
+    if (this.status !== 'Faulted' && this.status !== 'Completed') this.status = finalStatus;
+  }
+
+  /** Forgets in-memory progress (reset: the next start reads from the beginning of the new epoch). */
+  clear(): void {
+    this.partitions.clear();
+    this.position = 0;
+    this.lastCheckpointPosition = -1;
+    this.pendingEmits = [];
+    this.pendingResults.clear();
+    this.changedPartitions.clear();
+    this.newPartitions = [];
+    this.ownedStreams.clear();
+    this.trackedStreams.clear();
+  }
+
+  private release(): void {
+    this.sandbox?.dispose();
+    this.sandbox = undefined;
+  }
+
+  private fault(reason: string): void {
+    this.status = 'Faulted';
+    this.stateReason = reason;
+    this.stopRequested = true;
+    this.log.warn({ projection: this.name, reason }, 'projection faulted');
+    this.release();
+  }
+
+  private async run(): Promise<void> {
+    const sandbox = this.sandbox!;
+    const endAtStart = this.store.headPosition;
+    while (!this.stopRequested) {
+      const page = this.store.readAllForward(this.position, READ_BATCH);
+      const events: SandboxEvent[] = [];
+      const positions: number[] = [];
+      for (const record of page.records) {
+        const event = this.select(record);
+        if (event) {
+          events.push(event);
+          positions.push(record.position);
+        }
+      }
+      this.bufferedEvents = events.length;
+      if (events.length > 0) {
+        const started = performance.now();
+        const outcome = await sandbox.process(events);
+        this.coreProcessingTimeMs += performance.now() - started;
+        if (this.stopRequested && this.status !== 'Stopping') return;
+        this.apply(outcome);
+        if (outcome.fault) {
+          const position = positions[outcome.fault.index];
+          this.fault(`The ${this.name} projection failed to process an event.\r\nHandler: js\r\nEvent Position: C:${position}/P:${position}\r\n\r\nMessage:\r\n\r\n${outcome.fault.message}`);
+          return;
+        }
+      }
+      this.bufferedEvents = 0;
+      this.position = page.nextPosition;
+      const caughtUp = page.records.length < READ_BATCH;
+      if (this.persisted.mode !== 'Continuous' && this.position >= endAtStart) {
+        await this.complete();
+        return;
+      }
+      if (this.checkpointDue(caughtUp)) await this.checkpoint();
+      if (caughtUp) await this.waitForCommit();
+      else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
+    }
+  }
+
+  private checkpointDue(caughtUp: boolean): boolean {
+    if (!this.checkpoints) return false;
+    const since = Date.now() - this.lastCheckpointAt;
+    const pendingWrites = this.pendingEmits.length > 0 || this.pendingResults.size > 0 || this.newPartitions.length > 0;
+    const config = this.persisted.config;
+    if (since < config.checkpointAfterMs) return false;
+    if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return true;
+    if (pendingWrites) return true;
+    return caughtUp && this.changedPartitions.size > 0 && since >= IDLE_CHECKPOINT_MS;
+  }
+
+  private async waitForCommit(): Promise<void> {
+    if (this.store.headPosition > this.position) return; // written meanwhile (our own checkpoint, too)
+    this.wake = new AbortController();
+    const timeout = this.changedPartitions.size > 0 ? IDLE_CHECKPOINT_MS : 60_000;
+    await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
+  }
+
+  /** Maps a log record to what the query reads, or undefined when the query does not read it. */
+  private select(record: EventRecord): SandboxEvent | undefined {
+    const def = this.definition!;
+    let event: EventRecord | undefined = record;
+    let link: EventRecord | undefined;
+    let category: string | null = null;
+    if (def.allStreams) {
+      if (record.streamId.startsWith('$') && !(isMetastream(record.streamId) && !originalStreamOf(record.streamId).startsWith('$'))) return undefined;
+      if (record.eventType === LINK_EVENT_TYPE && !def.includeLinks) return undefined;
+    } else {
+      const categoryStream = def.categories.length > 0 ? def.categories.find((c) => record.streamId === `$ce-${c}`) : undefined;
+      if (categoryStream !== undefined) category = categoryStream;
+      else if (!def.streams.includes(record.streamId)) return undefined;
+      if (record.eventType === LINK_EVENT_TYPE) {
+        const resolved = this.store.resolveLink(record);
+        if (!resolved.event) return undefined;
+        event = resolved.event;
+        link = record;
+      } else if (category !== null) {
+        return undefined; // category streams hold links; anything else is not an event of the category
+      }
+    }
+    const deleted = this.deletedPartitionOf(event);
+    if (deleted !== undefined) {
+      if (def.handlesDeletedNotifications) return { ...this.envelope(event, link, category), deletedPartition: deleted };
+    }
+    if (!this.filter!.all && !this.filter!.types.has(event.eventType)) return undefined;
+    if (event.isJson && event.data.length === 0) return undefined; // content validation: empty JSON is not delivered
+    return this.envelope(event, link, category);
+  }
+
+  /** A tombstone or a soft-deleting metadata event: the partition (stream) it deletes. */
+  private deletedPartitionOf(event: EventRecord): string | undefined {
+    if (event.tombstone) return event.streamId;
+    if (isMetastream(event.streamId) && event.eventType === '$metadata') {
+      const meta = parseMetadata(event.data);
+      if (isSoftDeleted(meta) || (meta.truncateBefore ?? 0) >= SOFT_DELETE_TB) return originalStreamOf(event.streamId);
+    }
+    return undefined;
+  }
+
+  private envelope(event: EventRecord, link: EventRecord | undefined, category: string | null): SandboxEvent {
+    const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
+    let partitionStream = isMetastream(event.streamId) ? originalStreamOf(event.streamId) : event.streamId;
+    if (linkMetadataRaw) {
+      try {
+        const o = (JSON.parse(linkMetadataRaw) as { $o?: unknown }).$o;
+        if (typeof o === 'string') partitionStream = o;
+      } catch {
+        // link metadata that is not JSON carries no $o
+      }
+    }
+    return {
+      eventType: event.eventType,
+      streamId: event.streamId,
+      sequenceNumber: event.eventNumber,
+      eventId: formatUuid(event.eventId),
+      isJson: event.isJson,
+      bodyRaw: event.data.toString('utf8'),
+      metadataRaw: event.metadata.length > 0 ? event.metadata.toString('utf8') : null,
+      linkMetadataRaw,
+      partitionStream,
+      category,
+    };
+  }
+
+  private apply(outcome: BatchOutcome): void {
+    this.eventsProcessedAfterRestart += outcome.processed;
+    this.handledSinceCheckpoint += outcome.handled;
+    for (const line of outcome.logs) this.log.debug({ projection: this.name }, line);
+    for (const [partition, state, result, resultChanged] of outcome.changed) {
+      if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
+      this.partitions.set(partition, { state, result });
+      this.changedPartitions.add(partition);
+      if (resultChanged && this.definition!.producesResults && this.persisted.mode === 'Continuous') {
+        this.pendingResults.set(partition, result);
+      }
+    }
+    if (this.checkpoints || this.persisted.mode === 'OneTime') this.pendingEmits.push(...outcome.emitted);
+  }
+
+  /** Writes everything since the last checkpoint, and the checkpoint, in one transaction. */
+  async checkpoint(): Promise<void> {
+    if (!this.checkpoints) return;
+    const writes = new WriteSet(this.store);
+    const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
+    this.addEmits(writes, tagMeta);
+    this.addResults(writes, tagMeta);
+    for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));
+    for (const p of this.changedPartitions) {
+      if (p === '') continue;
+      const v = this.partitions.get(p);
+      writes.add(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, JSON.stringify([json(v?.state), json(v?.result)]), true, tagMeta));
+    }
+    const root = this.partitions.get('');
+    const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
+    writes.add(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
+    this.writesInProgress = writes.count;
+    try {
+      await this.store.transact(writes.toStreamWrites());
+    } finally {
+      this.writesInProgress = 0;
+    }
+    this.pendingEmits = [];
+    this.pendingResults.clear();
+    this.changedPartitions.clear();
+    this.newPartitions = [];
+    this.handledSinceCheckpoint = 0;
+    this.lastCheckpointAt = Date.now();
+    this.lastCheckpointPosition = this.position;
+  }
+
+  private addEmits(writes: WriteSet, tagMeta: Record<string, unknown>): void {
+    for (const e of this.pendingEmits) {
+      this.claim(writes, e.streamId);
+      writes.add(e.streamId, {
+        eventId: newUuid(), eventType: e.eventType, isJson: e.isJson, data: Buffer.from(e.data, 'utf8'),
+        metadata: Buffer.from(JSON.stringify({ ...e.metadata, ...tagMeta }), 'utf8'),
+      });
+      if (this.persisted.config.trackEmittedStreams && !this.trackedStreams.has(e.streamId)) {
+        this.trackedStreams.add(e.streamId);
+        if (!this.wasTracked(e.streamId)) writes.add(emittedStreamsStream(this.name), event(EVENT.streamTracked, e.streamId, false, tagMeta));
+      }
+    }
+  }
+
+  private addResults(writes: WriteSet, tagMeta: Record<string, unknown>): void {
+    const main = this.resultStreamName;
+    for (const [partition, result] of this.pendingResults) {
+      const type = result === null ? EVENT.resultRemoved : EVENT.result;
+      const data = result ?? '';
+      if (partition === '') {
+        this.claim(writes, main);
+        writes.add(main, event(type, data, result !== null, tagMeta));
+        continue;
+      }
+      const stream = partitionResultStream(this.name, partition, this.definition!.partitionResultStreamNamePattern);
+      this.claim(writes, stream);
+      this.claim(writes, main);
+      const n = writes.add(stream, event(type, data, result !== null, tagMeta));
+      writes.add(main, event(LINK_EVENT_TYPE, `${n}@${stream}`, false, tagMeta));
+    }
+  }
+
+  /**
+   * Before the first write of a run to a stream: it must not hold events written by anyone else,
+   * and events of an older epoch (before a reset) are hidden behind a new $tb.
+   */
+  private claim(writes: WriteSet, streamId: string): void {
+    if (this.ownedStreams.has(streamId)) return;
+    const info = this.store.streamInfo(streamId);
+    if (info?.tombstoned) throw new Error(`Stream : ${streamId} is deleted. Cannot emit events to it`);
+    const last = this.store.readEvent(streamId, -1);
+    if (last.status === 'ok' && last.event.event) {
+      const tag = readTag(last.event.event.metadata);
+      if (!tag) throw new Error(`The '${streamId}' stream managed by projection ${this.name} has been written to from the outside.`);
+      const [id, epoch] = tag.split(':').map(Number);
+      if (id !== this.id) throw new Error(`Multiple projections emitting to the same stream detected. Stream: '${streamId}'.`);
+      if (epoch < this.persisted.epoch) {
+        const meta = { ...this.store.metadataOf(streamId).raw, $tb: info!.lastEventNumber + 1 };
+        writes.add(`$$${streamId}`, event('$metadata', JSON.stringify(meta), true, {}));
+      }
+    }
+    this.ownedStreams.add(streamId);
+  }
+
+  private wasTracked(streamId: string): boolean {
+    for (let from = 0; ;) {
+      const page = this.store.readStreamForward(emittedStreamsStream(this.name), from, 1000);
+      if (page.status !== 'ok') return false;
+      if (page.events.some((e) => e.event?.data.toString('utf8') === streamId)) return true;
+      if (page.isEndOfStream) return false;
+      from += 1000;
+    }
+  }
+
+  /** Query modes at the end of the log: one Result per partition, then $Eof; the projection is Completed. */
+  private async complete(): Promise<void> {
+    if (this.persisted.mode === 'OneTime') {
+      const writes = new WriteSet(this.store);
+      const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
+      this.addEmits(writes, tagMeta);
+      const main = this.resultStreamName;
+      this.claim(writes, main);
+      for (const [partition, v] of this.partitions) {
+        if (v.result !== null) writes.add(main, event(EVENT.result, v.result, true, { ...tagMeta, ...(partition ? { partition } : {}) }));
+      }
+      writes.add(main, event(EVENT.eof, '', false, tagMeta));
+      if (this.checkpoints) {
+        const root = this.partitions.get('');
+        writes.add(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
+      }
+      await this.store.transact(writes.toStreamWrites());
+      this.pendingEmits = [];
+    }
+    this.lastCheckpointPosition = this.position;
+    this.status = 'Completed';
+    this.release();
+  }
+
+  /** Progress through the log in percent. */
+  progress(): number {
+    const head = this.store.headPosition;
+    if (this.status === 'Completed') return 100;
+    return head === 0 ? 100 : Math.min(100, Math.round((this.position / head) * 10000) / 100);
+  }
+
+  private loadCheckpoint(): Map<string, PartitionValue> {
+    const partitions = new Map<string, PartitionValue>();
+    const last = this.store.readEvent(checkpointStream(this.name), -1);
+    if (last.status !== 'ok' || !last.event.event) return partitions;
+    const record = last.event.event;
+    const tag = readTagObject(record.metadata);
+    if (!tag || !this.sameEpoch(String(tag.$v))) return partitions;
+    this.position = Number(tag.$c) || 0;
+    this.lastCheckpointPosition = this.position;
+    if (tag.$cp === true && this.persisted.mode === 'OneTime') this.position = this.store.headPosition;
+    const root = JSON.parse(record.data.toString('utf8')) as unknown[];
+    if (root.length > 0) {
+      const state = root[0] === null ? null : JSON.stringify(root[0]);
+      partitions.set('', { state, result: root.length > 1 ? JSON.stringify(root[1]) : state });
+    }
+    for (let from = 0; ;) {
+      const page = this.store.readStreamForward(partitionsStream(this.name), from, 1000);
+      if (page.status !== 'ok') break;
+      for (const e of page.events) {
+        if (!e.event || !this.sameEpoch(readTag(e.event.metadata))) continue;
+        const p = e.event.data.toString('utf8');
+        const cp = this.store.readEvent(partitionCheckpointStream(this.name, p), -1);
+        if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) continue;
+        const [state, result] = JSON.parse(cp.event.event.data.toString('utf8')) as [unknown, unknown];
+        partitions.set(p, { state: state === null ? null : JSON.stringify(state), result: result === null ? null : JSON.stringify(result) });
+      }
+      if (page.isEndOfStream) break;
+      from += 1000;
+    }
+    return partitions;
+  }
+
+  private sameEpoch(tag: string | undefined): boolean {
+    if (!tag) return false;
+    const [id, epoch] = tag.split(':').map(Number);
+    return id === this.id && epoch === this.persisted.epoch;
+  }
+}
+
+/** Groups a checkpoint's events by stream, in order, and numbers them as they will be written. */
+class WriteSet {
+  private readonly streams = new Map<string, ProposedEvent[]>();
+  count = 0;
+
+  constructor(private readonly store: Store) {}
+
+  /** Adds an event; returns the event number it will get (for links to it). */
+  add(streamId: string, e: ProposedEvent): number {
+    let list = this.streams.get(streamId);
+    if (!list) {
+      list = [];
+      this.streams.set(streamId, list);
+    }
+    list.push(e);
+    this.count++;
+    const info = this.store.streamInfo(streamId);
+    return (info ? info.lastEventNumber + 1 : 0) + list.length - 1;
+  }
+
+  toStreamWrites(): StreamWrite[] {
+    return [...this.streams].map(([streamId, events]) => ({ streamId, expected: ExpectedVersion.any, events }));
+  }
+}
+
+function event(eventType: string, data: string, isJson: boolean, metadata: Record<string, unknown>): ProposedEvent {
+  return {
+    eventId: newUuid(), eventType, isJson, data: Buffer.from(data, 'utf8'),
+    metadata: Buffer.from(JSON.stringify(metadata), 'utf8'),
+  };
+}
+
+function json(text: string | null | undefined): unknown {
+  return text === null || text === undefined ? null : JSON.parse(text);
+}
+
+function readTagObject(metadata: Buffer): Record<string, unknown> | undefined {
+  if (metadata.length === 0) return undefined;
+  try {
+    const m = JSON.parse(metadata.toString('utf8')) as Record<string, unknown>;
+    return typeof m.$v === 'string' ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readTag(metadata: Buffer): string | undefined {
+  return readTagObject(metadata)?.$v as string | undefined;
+}
