@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { XMLParser } from 'fast-xml-parser';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { isAdmin, type Principal } from '../auth/principal.js';
 import type { UserAccount } from '../auth/users.js';
 import { ApiError } from './errors.js';
@@ -14,7 +14,10 @@ import { principalOf, requireAuthenticated, type ApiContext } from './context.js
 type ErrorName = 'Success' | 'NotFound' | 'Conflict' | 'Error' | 'Unauthorized';
 const STATUS: Record<ErrorName, number> = { Success: 200, NotFound: 404, Conflict: 409, Error: 400, Unauthorized: 401 };
 
-const xmlParser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name.toLowerCase() === 'groups' });
+const xmlParser = new XMLParser({
+  ignoreAttributes: true, ignoreDeclaration: true, ignorePiTags: true, parseTagValue: false,
+  isArray: (name) => name.toLowerCase() === 'groups',
+});
 
 function answer(req: FastifyRequest, reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
   const mediaType = negotiate(req, JSON_XML_TYPES);
@@ -33,11 +36,14 @@ function readBody(req: FastifyRequest): Record<string, unknown> {
   const text = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
   let doc: unknown;
   try {
-    doc = mediaType === MEDIA.json ? JSON.parse(text) : Object.values(xmlParser.parse(text) as object)[0];
+    if (mediaType === MEDIA.json) doc = JSON.parse(text);
+    else if (XMLValidator.validate(text) === true) doc = Object.values(xmlParser.parse(text) as object)[0];
   } catch {
     doc = undefined;
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid('The body must be a JSON object.');
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw invalid(mediaType === MEDIA.json ? 'The body must be a JSON object.' : 'The body must be a well-formed XML document.');
+  }
   return Object.fromEntries(Object.entries(doc).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
