@@ -62,7 +62,7 @@ export function parseEventArray(body: Buffer, maxEventSize: number): ProposedEve
     const data = payload(member(record, 'data'));
     const metadata = payload(member(record, 'metadata'));
     checkSize(data.bytes.length + metadata.bytes.length, maxEventSize);
-    return { eventId, eventType, isJson: data.isJson || metadata.isJson, data: data.bytes, metadata: metadata.bytes };
+    return { eventId, eventType, isJson: data.isJson || metadata.isJson, dataIsJson: data.isJson, data: data.bytes, metadata: metadata.bytes };
   });
 }
 

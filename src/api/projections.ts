@@ -208,7 +208,8 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
       requireAuthenticated(req);
       const p = find(req);
       const partition = (req.query as Query).partition ?? '';
-      const body = which === 'state' ? p.stateOf(partition) : p.resultOf(partition);
+      const value = await p.read(partition);
+      const body = which === 'state' ? value.state : value.result;
       const position = JSON.stringify({ $c: p.position, $p: p.position });
       reply.header('SVC-Position', position).header('Kurrent-Position', position).header('ES-Position', position);
       return reply.code(200).type('application/json; charset=utf-8').send(body);

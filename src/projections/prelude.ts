@@ -131,6 +131,7 @@ export const PRELUDE = String.raw`
   const results = new Map(); // partition -> result JSON text
   const serialized = new Map(); // partition -> state JSON text (as last reported)
   let out = null;
+  let touched = new Set(); // partitions changed since the last collection
   let current = null; // the event being handled
 
   function serialize(value, depth) {
@@ -168,13 +169,17 @@ export const PRELUDE = String.raw`
     get sequenceNumber() { return this._e.sequenceNumber; }
     get eventId() { return this._e.eventId; }
     get isJson() { return this._e.isJson; }
-    get bodyRaw() { return this._e.bodyRaw; }
+    get bodyRaw() {
+      const e = this._e;
+      if (e.bodyRaw === undefined) e.bodyRaw = 'body' in e ? JSON.stringify(e.body) : null;
+      return e.bodyRaw;
+    }
     get metadataRaw() { return this._e.metadataRaw; }
     get linkMetadataRaw() { return this._e.linkMetadataRaw; }
     get partition() { return this._p; }
     get category() { return this._e.category === undefined ? null : this._e.category; }
     get body() {
-      if (this._body === NOT_PARSED) this._body = this._e.isJson && this._e.bodyRaw ? JSON.parse(this._e.bodyRaw) : undefined;
+      if (this._body === NOT_PARSED) this._body = bodyOf(this._e);
       return this._body;
     }
     get data() { return this.body; }
@@ -193,6 +198,12 @@ export const PRELUDE = String.raw`
     }
   }
   const NOT_PARSED = {};
+  /** The parsed data of a JSON event (sent parsed, or as text), undefined for other events. */
+  function bodyOf(e) {
+    if (!e.isJson) return undefined;
+    if ('body' in e) return e.body;
+    return e.bodyRaw ? JSON.parse(e.bodyRaw) : undefined;
+  }
   function envelope(e, partition) { return new Envelope(e, partition); }
 
   function requireEmit() {
@@ -280,8 +291,6 @@ export const PRELUDE = String.raw`
     return shared;
   }
 
-  let touched = new Set();
-
   const SPECIAL_KEYS = new Set(['$init', '$initShared', '$created', '$deleted', '$any']);
   function handlerFor(type) {
     if (!SPECIAL_KEYS.has(type) && handlers[type]) return handlers[type];
@@ -316,7 +325,7 @@ export const PRELUDE = String.raw`
     if (partition === null) return false;
     const env = envelope(e, partition);
     if (noHandlers) {
-      states.set(partition, e.isJson && e.bodyRaw ? JSON.parse(e.bodyRaw) : e.bodyRaw);
+      states.set(partition, e.isJson ? bodyOf(e) : env.bodyRaw);
       touched.add(partition);
       return true;
     }
@@ -369,11 +378,30 @@ export const PRELUDE = String.raw`
     global.emit = emit; global.linkTo = linkTo; global.linkStreamTo = linkStreamTo; global.copyTo = copyTo;
   };
 
-  /** One batch: events in, one result out. Stops at the first failing event. */
-  global.__svcProcess = function (batchJson) {
+  /** Serialises the partitions touched since the last collection; reports those whose state changed. */
+  function collectChanges() {
+    const changed = [];
+    for (const p of touched) {
+      const s = states.get(p);
+      const text = s === null || s === undefined ? null : typeof s === 'string' ? s : serialize(s, 0);
+      if (text === serialized.get(p)) continue;
+      serialized.set(p, text);
+      const result = definition.producesResults ? resultOf(p) : text;
+      const previous = results.has(p) ? results.get(p) : null;
+      if (result !== null) results.set(p, result); else results.delete(p);
+      changed.push([p, text, result, result !== previous]);
+    }
+    touched = new Set();
+    return changed;
+  }
+
+  /**
+   * One batch: events in, one result out. Stops at the first failing event. With collect set,
+   * the changed partitions are serialised now; otherwise they wait for __svcCollect (checkpoints).
+   */
+  global.__svcProcess = function (batchJson, collect) {
     const events = JSON.parse(batchJson);
     out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null };
-    touched = new Set();
     logs.length = 0;
     for (let i = 0; i < events.length; i++) {
       try {
@@ -384,22 +412,27 @@ export const PRELUDE = String.raw`
         break;
       }
     }
-    try {
-      for (const p of touched) {
-        const s = states.get(p);
-        const text = s === null || s === undefined ? null : typeof s === 'string' ? s : serialize(s, 0);
-        if (text === serialized.get(p)) continue;
-        serialized.set(p, text);
-        const result = definition.producesResults ? resultOf(p) : text;
-        const previous = results.has(p) ? results.get(p) : null;
-        if (result !== null) results.set(p, result); else results.delete(p);
-        out.changed.push([p, text, result, result !== previous]);
+    if (collect) {
+      try {
+        out.changed = collectChanges();
+      } catch (err) {
+        if (!out.fault) out.fault = { message: String(err && err.message || err), index: Math.max(out.processed - 1, 0) };
       }
-    } catch (err) {
-      if (!out.fault) out.fault = { message: String(err && err.message || err), index: Math.max(out.processed - 1, 0) };
     }
     out.logs = logs.slice();
     return JSON.stringify(out);
+  };
+
+  global.__svcCollect = function () {
+    return JSON.stringify(collectChanges());
+  };
+
+  /** The live [state, result] of one partition, serialised now. */
+  global.__svcPartition = function (p) {
+    const s = states.get(p);
+    if (s === null || s === undefined) return JSON.stringify([null, null]);
+    const text = typeof s === 'string' ? s : serialize(s, 0);
+    return JSON.stringify([text, definition.producesResults ? resultOf(p) : text]);
   };
 })(globalThis);
 `;

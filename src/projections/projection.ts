@@ -3,7 +3,7 @@ import {
   ExpectedVersion, formatUuid, isMetastream, isSoftDeleted, LINK_EVENT_TYPE, newUuid, originalStreamOf, parseMetadata,
   type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
-import { Sandbox, DefinitionError, type BatchOutcome, type EmittedEvent, type SandboxEvent } from './sandbox.js';
+import { Sandbox, DefinitionError, type BatchOutcome, type EmittedEvent } from './sandbox.js';
 import { definitionProblem, eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
 import type { PersistedProjection } from './model.js';
 import {
@@ -21,6 +21,9 @@ export type ProjectionStatus = 'Stopped' | 'Preparing' | 'Running' | 'Stopping' 
 export interface RuntimeLimits { memoryLimitMb: number; executionTimeoutMs: number }
 
 interface PartitionValue { state: string | null; result: string | null }
+
+/** One batch for the sandbox: the selected events as one JSON text, and their log positions. */
+interface PreparedBatch { json: string; count: number; positions: number[]; nextPosition: number; caughtUp: boolean }
 
 const READ_BATCH = 2000;
 const IDLE_CHECKPOINT_MS = 1000;
@@ -50,6 +53,8 @@ export class Projection {
   private changedPartitions = new Set<string>();
   private newPartitions: string[] = [];
   private handledSinceCheckpoint = 0;
+  /** Some event was handled since the last checkpoint (its state changes are still in the sandbox). */
+  private touchedSinceCheckpoint = false;
   private lastCheckpointAt = 0;
   /** Streams this run has checked it may write to (ownership, epoch truncation). */
   private readonly ownedStreams = new Set<string>();
@@ -78,13 +83,18 @@ export class Projection {
     return this.partitions.size;
   }
 
-  /** Raw state JSON of a partition ('' when none). */
-  stateOf(partition: string): string {
-    return this.partitions.get(partition)?.state ?? '';
-  }
-
-  resultOf(partition: string): string {
-    return this.partitions.get(partition)?.result ?? '';
+  /** Raw state and result JSON of a partition ('' when none): live from the sandbox while it runs. */
+  async read(partition: string): Promise<{ state: string; result: string }> {
+    if (this.sandbox && !this.sandbox.disposed) {
+      try {
+        const [state, result] = await this.sandbox.partition(partition);
+        return { state: state ?? '', result: result ?? '' };
+      } catch {
+        // the sandbox went away meanwhile: answer from the last collected copy
+      }
+    }
+    const v = this.partitions.get(partition);
+    return { state: v?.state ?? '', result: v?.result ?? '' };
   }
 
   /** Loads the checkpoint, prepares the sandbox and starts following the log. */
@@ -158,43 +168,65 @@ export class Projection {
     this.release();
   }
 
+  /** Reads the next page of the log and encodes what the query selects as one JSON batch. */
+  private prepare(position: number): PreparedBatch {
+    const page = this.store.readAllForward(position, READ_BATCH);
+    const parts: string[] = [];
+    const positions: number[] = [];
+    for (const record of page.records) {
+      const encoded = this.select(record);
+      if (encoded !== undefined) {
+        parts.push(encoded);
+        positions.push(record.position);
+      }
+    }
+    return { json: `[${parts.join(',')}]`, count: parts.length, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < READ_BATCH };
+  }
+
   private async run(): Promise<void> {
     const sandbox = this.sandbox!;
     const endAtStart = this.store.headPosition;
+    let next: PreparedBatch | undefined = this.prepare(this.position);
     while (!this.stopRequested) {
-      const page = this.store.readAllForward(this.position, READ_BATCH);
-      const events: SandboxEvent[] = [];
-      const positions: number[] = [];
-      for (const record of page.records) {
-        const event = this.select(record);
-        if (event) {
-          events.push(event);
-          positions.push(record.position);
-        }
-      }
-      this.bufferedEvents = events.length;
-      if (events.length > 0) {
+      const batch: PreparedBatch = next ?? this.prepare(this.position);
+      next = undefined;
+      this.bufferedEvents = batch.count;
+      if (batch.count > 0) {
         const started = performance.now();
-        const outcome = await sandbox.process(events);
+        const processing = sandbox.process(batch.json, false);
+        // While the sandbox works on this batch, read the next one.
+        if (!batch.caughtUp) next = this.prepare(batch.nextPosition);
+        const outcome = await processing;
         this.coreProcessingTimeMs += performance.now() - started;
-        if (this.stopRequested && this.status !== 'Stopping') return;
         this.apply(outcome);
         if (outcome.fault) {
-          const position = positions[outcome.fault.index];
+          const position = batch.positions[outcome.fault.index];
           this.fault(`The ${this.name} projection failed to process an event.\r\nHandler: js\r\nEvent Position: C:${position}/P:${position}\r\n\r\nMessage:\r\n\r\n${outcome.fault.message}`);
           return;
         }
       }
       this.bufferedEvents = 0;
-      this.position = page.nextPosition;
-      const caughtUp = page.records.length < READ_BATCH;
+      this.position = batch.nextPosition;
       if (this.persisted.mode !== 'Continuous' && this.position >= endAtStart) {
         await this.complete();
         return;
       }
-      if (this.checkpointDue(caughtUp)) await this.checkpoint();
-      if (caughtUp) await this.waitForCommit();
-      else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
+      if (this.checkpointDue(batch.caughtUp)) await this.checkpoint();
+      if (batch.caughtUp) await this.waitForCommit();
+      else if (!next) await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
+    }
+  }
+
+  /** Brings the host's copy of the changed partitions up to date from the sandbox. */
+  private async collect(): Promise<void> {
+    if (!this.sandbox || this.sandbox.disposed) return;
+    for (const [partition, state, result, resultChanged] of await this.sandbox.collect()) {
+      if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
+      this.partitions.set(partition, { state, result });
+      this.changedPartitions.add(partition);
+      if (resultChanged && this.definition!.producesResults && this.persisted.mode === 'Continuous') {
+        this.pendingResults.set(partition, result);
+      }
     }
   }
 
@@ -206,18 +238,18 @@ export class Projection {
     if (since < config.checkpointAfterMs) return false;
     if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return true;
     if (pendingWrites) return true;
-    return caughtUp && this.changedPartitions.size > 0 && since >= IDLE_CHECKPOINT_MS;
+    return caughtUp && this.touchedSinceCheckpoint && since >= IDLE_CHECKPOINT_MS;
   }
 
   private async waitForCommit(): Promise<void> {
     if (this.store.headPosition > this.position) return; // written meanwhile (our own checkpoint, too)
     this.wake = new AbortController();
-    const timeout = this.changedPartitions.size > 0 ? IDLE_CHECKPOINT_MS : 60_000;
+    const timeout = this.touchedSinceCheckpoint ? IDLE_CHECKPOINT_MS : 60_000;
     await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
   }
 
-  /** Maps a log record to what the query reads, or undefined when the query does not read it. */
-  private select(record: EventRecord): SandboxEvent | undefined {
+  /** The JSON text of the event the query reads for this record, or undefined when it reads none. */
+  private select(record: EventRecord): string | undefined {
     const def = this.definition!;
     let event: EventRecord | undefined = record;
     let link: EventRecord | undefined;
@@ -239,12 +271,11 @@ export class Projection {
       }
     }
     const deleted = this.deletedPartitionOf(event);
-    if (deleted !== undefined) {
-      if (def.handlesDeletedNotifications) return { ...this.envelope(event, link, category), deletedPartition: deleted };
-    }
+    if (deleted !== undefined && def.handlesDeletedNotifications) return this.encode(event, link, category, deleted);
     if (!this.filter!.all && !this.filter!.types.has(event.eventType)) return undefined;
-    if (event.isJson && event.data.length === 0) return undefined; // content validation: empty JSON is not delivered
-    return this.envelope(event, link, category);
+    // Content validation: an event flagged JSON whose data is empty or not JSON is not delivered.
+    if (event.isJson && !event.dataIsJson) return undefined;
+    return this.encode(event, link, category, undefined);
   }
 
   /** A tombstone or a soft-deleting metadata event: the partition (stream) it deletes. */
@@ -257,7 +288,12 @@ export class Projection {
     return undefined;
   }
 
-  private envelope(event: EventRecord, link: EventRecord | undefined, category: string | null): SandboxEvent {
+  /**
+   * The event as the sandbox reads it, written straight as JSON text. JSON data is spliced in
+   * as is (it was validated when written), so it is parsed once, inside the sandbox.
+   */
+  private encode(event: EventRecord, link: EventRecord | undefined, category: string | null,
+    deletedPartition: string | undefined): string {
     const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
     let partitionStream = isMetastream(event.streamId) ? originalStreamOf(event.streamId) : event.streamId;
     if (linkMetadataRaw) {
@@ -268,38 +304,32 @@ export class Projection {
         // link metadata that is not JSON carries no $o
       }
     }
-    return {
-      eventType: event.eventType,
-      streamId: event.streamId,
-      sequenceNumber: event.eventNumber,
-      eventId: formatUuid(event.eventId),
-      isJson: event.isJson,
-      bodyRaw: event.data.toString('utf8'),
-      metadataRaw: event.metadata.length > 0 ? event.metadata.toString('utf8') : null,
-      linkMetadataRaw,
-      partitionStream,
-      category,
-    };
+    const body = event.dataIsJson ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`;
+    const metadataRaw = event.metadata.length > 0 ? JSON.stringify(event.metadata.toString('utf8')) : 'null';
+    return `{"eventType":${JSON.stringify(event.eventType)},"streamId":${JSON.stringify(event.streamId)},`
+      + `"sequenceNumber":${event.eventNumber},"eventId":"${formatUuid(event.eventId)}","isJson":${event.isJson},${body},`
+      + `"metadataRaw":${metadataRaw},"linkMetadataRaw":${linkMetadataRaw === null ? 'null' : JSON.stringify(linkMetadataRaw)},`
+      + `"partitionStream":${JSON.stringify(partitionStream)},"category":${category === null ? 'null' : JSON.stringify(category)}`
+      + `${deletedPartition === undefined ? '' : `,"deletedPartition":${JSON.stringify(deletedPartition)}`}}`;
   }
 
   private apply(outcome: BatchOutcome): void {
     this.eventsProcessedAfterRestart += outcome.processed;
     this.handledSinceCheckpoint += outcome.handled;
+    if (outcome.handled > 0) this.touchedSinceCheckpoint = true;
     for (const line of outcome.logs) this.log.debug({ projection: this.name }, line);
-    for (const [partition, state, result, resultChanged] of outcome.changed) {
-      if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
-      this.partitions.set(partition, { state, result });
-      this.changedPartitions.add(partition);
-      if (resultChanged && this.definition!.producesResults && this.persisted.mode === 'Continuous') {
-        this.pendingResults.set(partition, result);
-      }
-    }
     if (this.checkpoints || this.persisted.mode === 'OneTime') this.pendingEmits.push(...outcome.emitted);
   }
 
   /** Writes everything since the last checkpoint, and the checkpoint, in one transaction. */
   async checkpoint(): Promise<void> {
     if (!this.checkpoints) return;
+    try {
+      await this.collect();
+    } catch (err) {
+      this.fault(`The ${this.name} projection failed to save its state: ${(err as Error).message}`);
+      return;
+    }
     const writes = new WriteSet(this.store);
     const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
     this.addEmits(writes, tagMeta);
@@ -324,6 +354,7 @@ export class Projection {
     this.changedPartitions.clear();
     this.newPartitions = [];
     this.handledSinceCheckpoint = 0;
+    this.touchedSinceCheckpoint = false;
     this.lastCheckpointAt = Date.now();
     this.lastCheckpointPosition = this.position;
   }
@@ -394,6 +425,7 @@ export class Projection {
 
   /** Query modes at the end of the log: one Result per partition, then $Eof; the projection is Completed. */
   private async complete(): Promise<void> {
+    await this.collect();
     if (this.persisted.mode === 'OneTime') {
       const writes = new WriteSet(this.store);
       const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };

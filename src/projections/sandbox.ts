@@ -6,14 +6,18 @@ import type { SourceDefinition } from './definition.js';
 // limit per call. The host crosses the boundary once per batch (one JSON text in, one out);
 // handlers never call back into the host.
 
-/** An event as the sandbox sees it (the envelope is built inside from these fields). */
+/**
+ * An event as the sandbox sees it (the envelope is built inside from these fields). The data
+ * comes either parsed (`body`, for JSON data) or as text (`bodyRaw`).
+ */
 export interface SandboxEvent {
   eventType: string;
   streamId: string;
   sequenceNumber: number;
   eventId: string;
   isJson: boolean;
-  bodyRaw: string | null;
+  bodyRaw?: string | null;
+  body?: unknown;
   metadataRaw: string | null;
   linkMetadataRaw: string | null;
   /** The partition of a foreachStream projection (the original stream, `$o` of a link, x of $$x). */
@@ -57,7 +61,7 @@ export class Sandbox {
   private constructor(
     private readonly isolate: ivm.Isolate,
     private readonly context: ivm.Context,
-    private readonly processFn: ivm.Reference<(batch: string) => string>,
+    private readonly processFn: ivm.Reference<(batch: string, collect: boolean) => string>,
     private readonly limits: SandboxLimits,
     readonly definition: SourceDefinition,
   ) {}
@@ -75,7 +79,7 @@ export class Sandbox {
         throw new DefinitionError(describe(err));
       }
       const definitionJson = await context.evalClosure('return __svcDefinition();', [], { result: { copy: true } }) as string;
-      const processFn = await context.global.get('__svcProcess', { reference: true }) as ivm.Reference<(batch: string) => string>;
+      const processFn = await context.global.get('__svcProcess', { reference: true }) as ivm.Reference<(batch: string, collect: boolean) => string>;
       return new Sandbox(isolate, context, processFn, limits, JSON.parse(definitionJson) as SourceDefinition);
     } catch (err) {
       if (!isolate.isDisposed) isolate.dispose();
@@ -89,15 +93,32 @@ export class Sandbox {
       { arguments: { copy: true }, timeout: this.limits.timeoutMs });
   }
 
-  /** Handles one batch. A timeout or the memory limit becomes a fault at the batch's first event. */
-  async process(events: SandboxEvent[]): Promise<BatchOutcome> {
+  /**
+   * Handles one batch. A timeout or the memory limit becomes a fault at the batch's first event.
+   * With `collect` false the changed partitions are left for collect() (done at checkpoints).
+   */
+  async process(events: SandboxEvent[] | string, collect = true): Promise<BatchOutcome> {
     try {
-      const text = await this.processFn.apply(undefined, [JSON.stringify(events)],
+      const batch = typeof events === 'string' ? events : JSON.stringify(events);
+      const text = await this.processFn.apply(undefined, [batch, collect],
         { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
       return JSON.parse(text) as BatchOutcome;
     } catch (err) {
       return { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: { message: describe(err), index: 0 } };
     }
+  }
+
+  /** Serialises the partitions changed since the last collection. */
+  async collect(): Promise<ChangedPartition[]> {
+    const text = await this.context.evalClosure('return __svcCollect();', [], { result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
+    return JSON.parse(text) as ChangedPartition[];
+  }
+
+  /** The live state and result of one partition (JSON texts, null when none). */
+  async partition(partition: string): Promise<[string | null, string | null]> {
+    const text = await this.context.evalClosure('return __svcPartition($0);', [partition],
+      { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
+    return JSON.parse(text) as [string | null, string | null];
   }
 
   get disposed(): boolean {

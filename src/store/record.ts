@@ -10,7 +10,8 @@ import { strict as assert } from 'node:assert';
 const VERSION = 1;
 const HEADER = 1 + 1 + 8 + 8 + 16 + 2 + 2 + 4 + 4;
 
-export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02 } as const;
+/** JSON: the event is flagged JSON. DATA_JSON: its data bytes are valid JSON (checked when written). */
+export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02, DATA_JSON: 0x04 } as const;
 
 /** A record read back from the log. `data` and `metadata` are views into the stored bytes. */
 export interface EventRecord {
@@ -21,6 +22,8 @@ export interface EventRecord {
   eventId: Buffer; // 16 bytes
   eventType: string;
   isJson: boolean;
+  /** The data bytes are valid JSON. */
+  dataIsJson: boolean;
   data: Buffer;
   metadata: Buffer;
   created: number; // µs since the Unix epoch
@@ -31,6 +34,8 @@ export interface RecordPayload {
   eventId: Buffer;
   eventType: string;
   isJson: boolean;
+  /** Whether the data is valid JSON; defaults to isJson (an event flagged JSON for its metadata sets false). */
+  dataIsJson?: boolean;
   data: Buffer;
   metadata: Buffer;
 }
@@ -43,7 +48,8 @@ export function encodeRecord(streamId: string, eventNumber: number, e: RecordPay
   const buf = Buffer.allocUnsafe(HEADER + streamLength + typeLength + e.data.length + e.metadata.length);
   let o = 0;
   buf[o++] = VERSION;
-  buf[o++] = (e.isJson ? FLAG.JSON : 0) | (tombstone ? FLAG.TOMBSTONE : 0);
+  const dataIsJson = (e.dataIsJson ?? e.isJson) && e.data.length > 0;
+  buf[o++] = (e.isJson ? FLAG.JSON : 0) | (tombstone ? FLAG.TOMBSTONE : 0) | (dataIsJson ? FLAG.DATA_JSON : 0);
   buf.writeDoubleBE(eventNumber, o); o += 8;
   buf.writeDoubleBE(created, o); o += 8;
   e.eventId.copy(buf, o); o += 16;
@@ -75,7 +81,7 @@ export function decodeRecord(position: number, buf: Buffer): EventRecord {
   const metadata = buf.subarray(o, o + metadataLength);
   return {
     position, size: buf.length, streamId, eventNumber, eventId, eventType,
-    isJson: (flags & FLAG.JSON) !== 0, tombstone: (flags & FLAG.TOMBSTONE) !== 0,
+    isJson: (flags & FLAG.JSON) !== 0, dataIsJson: (flags & FLAG.DATA_JSON) !== 0, tombstone: (flags & FLAG.TOMBSTONE) !== 0,
     data, metadata, created,
   };
 }

@@ -27,6 +27,8 @@ export interface ProposedEvent {
   eventId: Buffer;
   eventType: string;
   isJson: boolean;
+  /** Whether the data bytes are valid JSON (default: isJson). */
+  dataIsJson?: boolean;
   data: Buffer;
   metadata: Buffer;
 }
@@ -136,7 +138,7 @@ class BatchBuilder {
     this.recordCount++;
     const stored: EventRecord = {
       position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
-      isJson: e.isJson, data: e.data, metadata: e.metadata, created, tombstone,
+      isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
     };
     this.records.push(stored);
     return stored;
