@@ -1,0 +1,158 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
+import { ProjectionManager } from '../src/projections/manager.js';
+import type { Projection } from '../src/projections/projection.js';
+
+// Projection benchmark (in-process, real data dir): pre-write events over many streams, then
+// (1) catch-up of a continuous projection, fromAll + partitionBy stream, count and sum per
+// partition; (2) the ceiling: the same handlers run unsandboxed over the same events read from
+// the store the same way; (3) live lag under a steady append rate: from an append's durable
+// acknowledgement to the projection's state reflecting it.
+
+const EVENTS = Number(process.env.BENCH_PROJECTION_EVENTS ?? 1_000_000);
+const STREAMS = Number(process.env.BENCH_PROJECTION_STREAMS ?? 10_000);
+const LIVE_RATE = Number(process.env.BENCH_LIVE_RATE ?? 1000);
+const LIVE_SECONDS = Number(process.env.BENCH_LIVE_SECONDS ?? 10);
+const TARGET_EVENTS_PER_SECOND = 250_000;
+const TARGET_RATIO = 0.7;
+
+const QUERY = `fromAll().partitionBy(e => e.streamId).when({
+  $init: () => ({ count: 0, sum: 0 }),
+  Added: (s, e) => { s.count++; s.sum += e.body.v; },
+})`;
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function event(v: number): ProposedEvent {
+  return { eventId: newUuid(), eventType: 'Added', isJson: true, data: Buffer.from(`{"v":${v},"note":"bench event"}`), metadata: Buffer.alloc(0) };
+}
+
+async function prewrite(store: Store): Promise<void> {
+  const perAppend = 100;
+  const inFlight: Promise<unknown>[] = [];
+  for (let i = 0; i < EVENTS; i += perAppend) {
+    const events = Array.from({ length: Math.min(perAppend, EVENTS - i) }, (_, j) => event((i + j) % 100));
+    inFlight.push(store.append(`bench-${(i / perAppend) % STREAMS}`, ExpectedVersion.any, events));
+    if (inFlight.length >= 100) await Promise.all(inFlight.splice(0));
+  }
+  await Promise.all(inFlight);
+}
+
+/** The ceiling: the same handlers, unsandboxed, over the same store reads (pages of 2000, decoded, parsed). */
+function unsandboxed(store: Store): number {
+  const states = new Map<string, { count: number; sum: number }>();
+  const started = performance.now();
+  let position = 0;
+  let handled = 0;
+  for (;;) {
+    const page = store.readAllForward(position, 2000);
+    for (const r of page.records) {
+      if (r.streamId.startsWith('$') || r.eventType !== 'Added') continue;
+      const body = JSON.parse(r.data.toString('utf8')) as { v: number };
+      let s = states.get(r.streamId);
+      if (!s) {
+        s = { count: 0, sum: 0 };
+        states.set(r.streamId, s);
+      }
+      s.count++;
+      s.sum += body.v;
+      handled++;
+    }
+    position = page.nextPosition;
+    if (page.records.length < 2000) break;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  if (handled !== EVENTS) throw new Error(`ceiling handled ${handled} of ${EVENTS} events`);
+  return handled / seconds;
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function catchUp(manager: ProjectionManager, store: Store): Promise<{ perSecond: number; projection: Projection }> {
+  const head = store.headPosition;
+  const started = performance.now();
+  const projection = await manager.create({
+    name: 'bench-counter', mode: 'Continuous', query: QUERY, enabled: true, emit: false, checkpoints: true,
+    trackEmittedStreams: false, runAs: null,
+  });
+  await waitUntil(() => projection.position >= head || projection.status === 'Faulted', 600_000);
+  if (projection.status === 'Faulted') throw new Error(projection.stateReason);
+  const perSecond = EVENTS / ((performance.now() - started) / 1000);
+  const sample = await projection.read('bench-0');
+  const expected = EVENTS / STREAMS;
+  if (JSON.parse(sample.state).count !== expected) throw new Error(`bench-0 counted ${sample.state}, expected ${expected}`);
+  return { perSecond, projection };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Appends at LIVE_RATE/s; for each, the time from its acknowledgement until the projection has processed it. */
+async function liveLag(store: Store, projection: Projection): Promise<{ p50: number; p99: number; samples: number }> {
+  const lags: number[] = [];
+  const total = LIVE_RATE * LIVE_SECONDS;
+  const pending: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / LIVE_RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    pending.push(store.append(`live-${i % 100}`, ExpectedVersion.any, [event(i)]).then(async (result) => {
+      const acknowledged = performance.now();
+      while (projection.position <= result.position) await new Promise((r) => setImmediate(r));
+      lags.push(performance.now() - acknowledged);
+    }));
+  }
+  await Promise.all(pending);
+  lags.sort((a, b) => a - b);
+  return { p50: percentile(lags, 50), p99: percentile(lags, 99), samples: lags.length };
+}
+
+async function main(): Promise<void> {
+  const [load] = loadavg();
+  log(`projection bench: ${EVENTS.toLocaleString('en-US')} events over ${STREAMS.toLocaleString('en-US')} streams, ${availableParallelism()} CPUs, node ${process.version}`);
+  if (load > 0.5) log(`WARNING: load average is ${load.toFixed(2)} before the bench starts; results will be noisy`);
+  const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? '/tmp', 'svc-bench-projections-'));
+  const quiet = pino({ level: 'warn' });
+  const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024, log: quiet });
+  try {
+    let t = performance.now();
+    await prewrite(store);
+    log(`  pre-written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const ceiling = unsandboxed(store);
+    const manager = new ProjectionManager(store, quiet, { memoryLimitMb: 512, executionTimeoutMs: 10_000 });
+    await manager.start();
+    const { perSecond, projection } = await catchUp(manager, store);
+    const lag = await liveLag(store, projection);
+    await manager.stop();
+
+    const ratio = perSecond / ceiling;
+    const rows = [
+      ['catch-up, sandboxed', `${Math.round(perSecond).toLocaleString('en-US')} events/s`, `≥ ${TARGET_EVENTS_PER_SECOND.toLocaleString('en-US')} events/s`, perSecond >= TARGET_EVENTS_PER_SECOND ? 'PASS' : 'MISS'],
+      ['ceiling: same handlers, unsandboxed', `${Math.round(ceiling).toLocaleString('en-US')} events/s`, '', ''],
+      ['ratio to the ceiling', ratio.toFixed(2), `≥ ${TARGET_RATIO}`, ratio >= TARGET_RATIO ? 'PASS' : 'MISS'],
+      [`live lag at ${LIVE_RATE}/s (${lag.samples} appends)`, `p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms`, 'reported', ''],
+    ];
+    log('\nResults');
+    log('| measure | value | target | result |\n| --- | --- | --- | --- |');
+    for (const r of rows) log(`| ${r.join(' | ')} |`);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`projection bench failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});
