@@ -59,3 +59,11 @@ export function definitionProblem(def: SourceDefinition): string | undefined {
   if (def.handlesDeletedNotifications && !def.byStream) return 'Deleted stream notifications are only supported with foreachStream()';
   return undefined;
 }
+
+/**
+ * JSON data crosses into the sandbox already parsed, unless the query needs the exact text it
+ * was written with: `bodyRaw`, `copyTo`, or the no-handler rule (the state is the raw body).
+ */
+export function needsRawBody(def: SourceDefinition, query: string): boolean {
+  return def.handlerOrder.length === 0 || /\bbodyRaw\b|\bcopyTo\b/.test(query);
+}

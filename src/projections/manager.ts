@@ -45,7 +45,7 @@ export class ProjectionManager {
       const found = this.store.readEvent(projectionStream(name), -1);
       if (found.status !== 'ok' || !found.event.event) continue;
       const persisted = JSON.parse(found.event.event.data.toString('utf8')) as PersistedProjection;
-      const projection = new Projection(persisted, id, this.store, this.log, this.limits);
+      const projection = new Projection(persisted, id, this.store, this.log, this.limits, (other) => this.isLive(other));
       this.projections.set(name, projection);
       if (persisted.enabled) await projection.start();
     }
@@ -54,6 +54,11 @@ export class ProjectionManager {
   /** Stops every projection, writing a last checkpoint. */
   async stop(): Promise<void> {
     await Promise.all([...this.projections.values()].map((p) => p.stop(true, p.status === 'Running' ? 'Stopped' : p.status)));
+  }
+
+  private isLive(id: number): boolean {
+    for (const p of this.projections.values()) if (p.id === id) return true;
+    return false;
   }
 
   list(filter: (p: Projection) => boolean = () => true): Projection[] {
@@ -85,7 +90,7 @@ export class ProjectionManager {
       ]);
       id = created.firstEventNumber;
     }
-    const projection = new Projection(persisted, id, this.store, this.log, this.limits);
+    const projection = new Projection(persisted, id, this.store, this.log, this.limits, (other) => this.isLive(other));
     this.projections.set(name, projection);
     if (req.enabled) await projection.start();
     return projection;

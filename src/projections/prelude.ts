@@ -7,6 +7,13 @@
 export const PRELUDE = String.raw`
 'use strict';
 (function (global) {
+  // The prelude's own copies of the built-ins it relies on: a query that patches JSON or
+  // Object in its global scope cannot change what the prelude reports.
+  const JSON_parse = JSON.parse;
+  const JSON_stringify = JSON.stringify;
+  const Object_keys = Object.keys;
+  const Object_getOwnPropertyNames = Object.getOwnPropertyNames;
+  const Array_isArray = Array.isArray;
   const definition = {
     allEvents: false, allStreams: false, streams: [], categories: [], events: [],
     byStream: false, byCustomPartitions: false, definesFold: false, producesResults: false,
@@ -46,7 +53,8 @@ export const PRELUDE = String.raw`
         definition.handlesDeletedNotifications = true;
         continue;
       }
-      if (key === '$any') { definition.anyHandler = true; definition.handlerOrder.push('$any'); continue; }
+      if (key === '$any') { definition.anyHandler = true; definition.allEvents = true; definition.handlerOrder.push('$any'); continue; }
+      definition.allEvents = false;
       definition.events.push(key);
       definition.handlerOrder.push(key);
     }
@@ -121,9 +129,17 @@ export const PRELUDE = String.raw`
   for (const k of Object.keys(DEFINITION_API)) global[k] = DEFINITION_API[k];
   global.log = log;
   global.console = { log, info: log, warn: log, error: log, debug: log };
-  // No string compilation inside the sandbox.
+  // No string compilation inside the sandbox: eval is gone, and every function constructor
+  // (plain, async, generator, async generator) is unreachable or throws.
   delete global.eval;
-  Object.defineProperty(Function.prototype, 'constructor', { value: undefined, writable: false, configurable: false });
+  const OriginalFunction = Function;
+  for (const prototype of [OriginalFunction.prototype, Object.getPrototypeOf(async function () {}),
+    Object.getPrototypeOf(function* () {}), Object.getPrototypeOf(async function* () {})]) {
+    Object.defineProperty(prototype, 'constructor', { value: undefined, writable: false, configurable: false });
+  }
+  const BlockedFunction = function Function() { throw new EvalError('Code generation from strings is disabled in projections'); };
+  BlockedFunction.prototype = OriginalFunction.prototype;
+  Object.defineProperty(global, 'Function', { value: BlockedFunction, writable: false, configurable: false });
 
   // ---- execution phase ----
   let config = null;
@@ -161,50 +177,36 @@ export const PRELUDE = String.raw`
     return '{' + parts.join(',') + '}';
   }
 
-  // The event object handlers see: read-only fields, body/metadata parsed on first access.
-  class Envelope {
-    constructor(e, partition) { this._e = e; this._p = partition; this._body = NOT_PARSED; this._meta = NOT_PARSED; this._link = NOT_PARSED; }
-    get eventType() { return this._e.eventType; }
-    get streamId() { return this._e.streamId; }
-    get sequenceNumber() { return this._e.sequenceNumber; }
-    get eventId() { return this._e.eventId; }
-    get isJson() { return this._e.isJson; }
-    get bodyRaw() {
-      const e = this._e;
-      if (e.bodyRaw === undefined) e.bodyRaw = 'body' in e ? JSON.stringify(e.body) : null;
-      return e.bodyRaw;
-    }
-    get metadataRaw() { return this._e.metadataRaw; }
-    get linkMetadataRaw() { return this._e.linkMetadataRaw; }
-    get partition() { return this._p; }
-    get category() { return this._e.category === undefined ? null : this._e.category; }
-    get body() {
-      if (this._body === NOT_PARSED) this._body = bodyOf(this._e);
-      return this._body;
-    }
-    get data() { return this.body; }
-    get metadata() {
-      if (this._meta === NOT_PARSED) this._meta = this._e.metadataRaw ? JSON.parse(this._e.metadataRaw) : null;
-      return this._meta;
-    }
-    get linkMetadata() {
-      if (this._link === NOT_PARSED) this._link = this._e.linkMetadataRaw ? JSON.parse(this._e.linkMetadataRaw) : null;
-      return this._link;
-    }
-    toJSON() {
-      return { eventType: this.eventType, streamId: this.streamId, sequenceNumber: this.sequenceNumber, eventId: this.eventId,
-        isJson: this.isJson, bodyRaw: this.bodyRaw, body: this.body, metadataRaw: this.metadataRaw, metadata: this.metadata,
-        linkMetadataRaw: this.linkMetadataRaw, linkMetadata: this.linkMetadata, partition: this.partition, category: this.category };
-    }
-  }
-  const NOT_PARSED = {};
   /** The parsed data of a JSON event (sent parsed, or as text), undefined for other events. */
   function bodyOf(e) {
     if (!e.isJson) return undefined;
     if ('body' in e) return e.body;
-    return e.bodyRaw ? JSON.parse(e.bodyRaw) : undefined;
+    return e.bodyRaw ? JSON_parse(e.bodyRaw) : undefined;
   }
-  function envelope(e, partition) { return new Envelope(e, partition); }
+  function parsedOrThrowing(raw) {
+    if (!raw) return { value: null };
+    try { return { value: JSON_parse(raw) }; } catch (err) { return { error: err }; }
+  }
+
+  // The event object handlers see: a frozen plain object whose fields are all own and enumerable.
+  // JSON data arrives already parsed in the batch; metadata that is not JSON throws on access.
+  function envelope(e, partition) {
+    const env = {
+      eventType: e.eventType, streamId: e.streamId, sequenceNumber: e.sequenceNumber, eventId: e.eventId,
+      isJson: e.isJson, bodyRaw: e.bodyRaw !== undefined ? e.bodyRaw : ('body' in e ? JSON_stringify(e.body) : null),
+      body: bodyOf(e), data: undefined, metadataRaw: e.metadataRaw, metadata: null,
+      linkMetadataRaw: e.linkMetadataRaw, linkMetadata: null, partition,
+      category: e.category === undefined ? null : e.category,
+    };
+    env.data = env.body;
+    const meta = parsedOrThrowing(e.metadataRaw);
+    const link = parsedOrThrowing(e.linkMetadataRaw);
+    if (meta.error) Object.defineProperty(env, 'metadata', { enumerable: true, get() { throw meta.error; } });
+    else env.metadata = meta.value;
+    if (link.error) Object.defineProperty(env, 'linkMetadata', { enumerable: true, get() { throw link.error; } });
+    else env.linkMetadata = link.value;
+    return Object.freeze(env);
+  }
 
   function requireEmit() {
     if (!config.emitEnabled) fail("'emit' is not allowed by the projection/configuration/mode");
@@ -270,9 +272,11 @@ export const PRELUDE = String.raw`
   }
   function isEmptyState(s) { return s === undefined || s === null; }
 
+  let lastPartition;
   function stateOf(partition, env) {
     let state = states.get(partition);
-    if (isEmptyState(state)) {
+    // A partition whose state became null keeps receiving null until another partition was processed.
+    if (isEmptyState(state) && !(state === null && partition === lastPartition)) {
       state = initState();
       if (state === undefined) state = {};
       states.set(partition, state);
@@ -325,7 +329,7 @@ export const PRELUDE = String.raw`
     if (partition === null) return false;
     const env = envelope(e, partition);
     if (noHandlers) {
-      states.set(partition, e.isJson ? bodyOf(e) : env.bodyRaw);
+      states.set(partition, env.bodyRaw); // the raw text, kept as it was written
       touched.add(partition);
       return true;
     }
@@ -343,6 +347,7 @@ export const PRELUDE = String.raw`
       if (r !== undefined) states.set(partition, r);
     }
     touched.add(partition);
+    lastPartition = partition;
     return true;
   }
 
@@ -403,15 +408,19 @@ export const PRELUDE = String.raw`
     const events = JSON.parse(batchJson);
     out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null };
     logs.length = 0;
+    const emitted = out.emitted;
     for (let i = 0; i < events.length; i++) {
+      out.emitted = [];
       try {
         if (handleOne(events[i])) out.handled++;
         out.processed = i + 1;
+        for (const e of out.emitted) emitted.push(e);
       } catch (err) {
         out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: i };
         break;
       }
     }
+    out.emitted = emitted;
     if (collect) {
       try {
         out.changed = collectChanges();
@@ -420,11 +429,11 @@ export const PRELUDE = String.raw`
       }
     }
     out.logs = logs.slice();
-    return JSON.stringify(out);
+    return JSON_stringify(out);
   };
 
   global.__svcCollect = function () {
-    return JSON.stringify(collectChanges());
+    return JSON_stringify(collectChanges());
   };
 
   /** The live [state, result] of one partition, serialised now. */

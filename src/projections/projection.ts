@@ -4,7 +4,7 @@ import {
   type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 import { Sandbox, DefinitionError, type BatchOutcome, type EmittedEvent } from './sandbox.js';
-import { definitionProblem, eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
+import { definitionProblem, eventFilterOf, needsRawBody, type EventFilter, type SourceDefinition } from './definition.js';
 import type { PersistedProjection } from './model.js';
 import {
   checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,
@@ -43,6 +43,7 @@ export class Projection {
 
   private sandbox: Sandbox | undefined;
   private filter: EventFilter | undefined;
+  private needsRawBody = false;
   private readonly partitions = new Map<string, PartitionValue>();
   private loop: Promise<void> | undefined;
   private stopRequested = false;
@@ -53,6 +54,7 @@ export class Projection {
   private changedPartitions = new Set<string>();
   private newPartitions: string[] = [];
   private handledSinceCheckpoint = 0;
+  private lastHandledPosition = 0;
   /** Some event was handled since the last checkpoint (its state changes are still in the sandbox). */
   private touchedSinceCheckpoint = false;
   private lastCheckpointAt = 0;
@@ -61,7 +63,9 @@ export class Projection {
   private readonly trackedStreams = new Set<string>();
 
   constructor(public persisted: PersistedProjection, readonly id: number, private readonly store: Store,
-    private readonly log: Logger, private readonly limits: RuntimeLimits) {}
+    private readonly log: Logger, private readonly limits: RuntimeLimits,
+    /** Whether a projection id belongs to a projection that still exists. */
+    private readonly isLiveProjection: (id: number) => boolean) {}
 
   get name(): string {
     return this.persisted.name;
@@ -120,6 +124,7 @@ export class Projection {
       this.sandbox = sandbox;
       this.definition = sandbox.definition;
       this.filter = eventFilterOf(sandbox.definition);
+      this.needsRawBody = needsRawBody(sandbox.definition, this.persisted.query);
       this.partitions.clear();
       for (const [p, v] of stored) this.partitions.set(p, v);
     } catch (err) {
@@ -198,12 +203,19 @@ export class Projection {
         if (!batch.caughtUp) next = this.prepare(batch.nextPosition);
         const outcome = await processing;
         this.coreProcessingTimeMs += performance.now() - started;
+        if (outcome.emitted.length > 0 && !this.persisted.config.emitEnabled) {
+          // The prelude refuses emits without emit enabled; this guards against a query that tampered with it.
+          outcome.fault ??= { message: "'emit' is not allowed by the projection/configuration/mode", index: 0 };
+          outcome.emitted = [];
+        }
         this.apply(outcome);
         if (outcome.fault) {
-          const position = batch.positions[outcome.fault.index];
-          this.fault(`The ${this.name} projection failed to process an event.\r\nHandler: js\r\nEvent Position: C:${position}/P:${position}\r\n\r\nMessage:\r\n\r\n${outcome.fault.message}`);
+          // Keep what the events before the failing one did, readable after the fault.
+          await this.collect().catch(() => undefined);
+          this.fault(handlerFailure(this.name, batch.positions[outcome.fault.index], outcome.fault.message));
           return;
         }
+        this.lastHandledPosition = batch.positions[batch.positions.length - 1];
       }
       this.bufferedEvents = 0;
       this.position = batch.nextPosition;
@@ -304,7 +316,8 @@ export class Projection {
         // link metadata that is not JSON carries no $o
       }
     }
-    const body = event.dataIsJson ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`;
+    const body = event.dataIsJson && !this.needsRawBody
+      ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`;
     const metadataRaw = event.metadata.length > 0 ? JSON.stringify(event.metadata.toString('utf8')) : 'null';
     return `{"eventType":${JSON.stringify(event.eventType)},"streamId":${JSON.stringify(event.streamId)},`
       + `"sequenceNumber":${event.eventNumber},"eventId":"${formatUuid(event.eventId)}","isJson":${event.isJson},${body},`
@@ -327,7 +340,8 @@ export class Projection {
     try {
       await this.collect();
     } catch (err) {
-      this.fault(`The ${this.name} projection failed to save its state: ${(err as Error).message}`);
+      // A state that cannot be stored (NaN, a cycle, too large): the fault is at the last event handled.
+      this.fault(handlerFailure(this.name, this.lastHandledPosition, (err as Error).message));
       return;
     }
     const writes = new WriteSet(this.store);
@@ -404,8 +418,11 @@ export class Projection {
       const tag = readTag(last.event.event.metadata);
       if (!tag) throw new Error(`The '${streamId}' stream managed by projection ${this.name} has been written to from the outside.`);
       const [id, epoch] = tag.split(':').map(Number);
-      if (id !== this.id) throw new Error(`Multiple projections emitting to the same stream detected. Stream: '${streamId}'.`);
-      if (epoch < this.persisted.epoch) {
+      if (id !== this.id && this.isLiveProjection(id)) {
+        throw new Error(`Multiple projections emitting to the same stream detected. Stream: '${streamId}'.`);
+      }
+      // Written by an older epoch of this projection, or by a deleted one: hide those events.
+      if (id !== this.id || epoch < this.persisted.epoch) {
         const meta = { ...this.store.metadataOf(streamId).raw, $tb: info!.lastEventNumber + 1 };
         writes.add(`$$${streamId}`, event('$metadata', JSON.stringify(meta), true, {}));
       }
@@ -492,6 +509,10 @@ export class Projection {
     const [id, epoch] = tag.split(':').map(Number);
     return id === this.id && epoch === this.persisted.epoch;
   }
+}
+
+function handlerFailure(name: string, position: number | undefined, message: string): string {
+  return `The ${name} projection failed to process an event.\r\nHandler: js\r\nEvent Position: C:${position}/P:${position}\r\n\r\nMessage:\r\n\r\n${message}`;
 }
 
 /** Groups a checkpoint's events by stream, in order, and numbers them as they will be written. */

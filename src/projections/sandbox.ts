@@ -54,14 +54,16 @@ export interface SandboxLimits {
   timeoutMs: number;
 }
 
+const ENTRY_POINTS = ['Definition', 'Start', 'Process', 'Collect', 'Partition'] as const;
+type EntryPoints = Record<(typeof ENTRY_POINTS)[number], ivm.Reference<(...args: unknown[]) => string>>;
+
 /** The query could not be defined: the reason is the exception message. */
 export class DefinitionError extends Error {}
 
 export class Sandbox {
   private constructor(
     private readonly isolate: ivm.Isolate,
-    private readonly context: ivm.Context,
-    private readonly processFn: ivm.Reference<(batch: string, collect: boolean) => string>,
+    private readonly entry: EntryPoints,
     private readonly limits: SandboxLimits,
     readonly definition: SourceDefinition,
   ) {}
@@ -72,15 +74,21 @@ export class Sandbox {
     try {
       const context = await isolate.createContext();
       await (await isolate.compileScript(PRELUDE, { filename: 'prelude.js' })).run(context);
+      // The host keeps references to the prelude's entry points and removes them from the
+      // global scope before the query runs: a query cannot call them (e.g. to turn emit on).
+      const entry = {} as EntryPoints;
+      for (const name of ENTRY_POINTS) {
+        entry[name] = await context.global.get(`__svc${name}`, { reference: true }) as ivm.Reference<(...args: unknown[]) => string>;
+        await context.global.delete(`__svc${name}`);
+      }
       try {
         const script = await isolate.compileScript(source, { filename: 'query.js' });
         await script.run(context, { timeout: limits.timeoutMs });
       } catch (err) {
         throw new DefinitionError(describe(err));
       }
-      const definitionJson = await context.evalClosure('return __svcDefinition();', [], { result: { copy: true } }) as string;
-      const processFn = await context.global.get('__svcProcess', { reference: true }) as ivm.Reference<(batch: string, collect: boolean) => string>;
-      return new Sandbox(isolate, context, processFn, limits, JSON.parse(definitionJson) as SourceDefinition);
+      const definitionJson = await entry.Definition.apply(undefined, [], { result: { copy: true }, timeout: limits.timeoutMs }) as string;
+      return new Sandbox(isolate, entry, limits, JSON.parse(definitionJson) as SourceDefinition);
     } catch (err) {
       if (!isolate.isDisposed) isolate.dispose();
       throw err;
@@ -89,7 +97,7 @@ export class Sandbox {
 
   /** Switches to the execution phase with the stored partition states ({partition: [state, result]}). */
   async start(config: { emitEnabled: boolean }, states: Record<string, [string | null, string | null]>): Promise<void> {
-    await this.context.evalClosure('__svcStart($0, $1)', [JSON.stringify(config), JSON.stringify(states)],
+    await this.entry.Start.apply(undefined, [JSON.stringify(config), JSON.stringify(states)],
       { arguments: { copy: true }, timeout: this.limits.timeoutMs });
   }
 
@@ -100,7 +108,7 @@ export class Sandbox {
   async process(events: SandboxEvent[] | string, collect = true): Promise<BatchOutcome> {
     try {
       const batch = typeof events === 'string' ? events : JSON.stringify(events);
-      const text = await this.processFn.apply(undefined, [batch, collect],
+      const text = await this.entry.Process.apply(undefined, [batch, collect],
         { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
       return JSON.parse(text) as BatchOutcome;
     } catch (err) {
@@ -110,13 +118,17 @@ export class Sandbox {
 
   /** Serialises the partitions changed since the last collection. */
   async collect(): Promise<ChangedPartition[]> {
-    const text = await this.context.evalClosure('return __svcCollect();', [], { result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
-    return JSON.parse(text) as ChangedPartition[];
+    try {
+      const text = await this.entry.Collect.apply(undefined, [], { result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
+      return JSON.parse(text) as ChangedPartition[];
+    } catch (err) {
+      throw new Error(describe(err));
+    }
   }
 
   /** The live state and result of one partition (JSON texts, null when none). */
   async partition(partition: string): Promise<[string | null, string | null]> {
-    const text = await this.context.evalClosure('return __svcPartition($0);', [partition],
+    const text = await this.entry.Partition.apply(undefined, [partition],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
     return JSON.parse(text) as [string | null, string | null];
   }
