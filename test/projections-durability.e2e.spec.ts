@@ -158,6 +158,22 @@ describe('restart and reset (in-process node)', () => {
   beforeAll(async () => { t = await startTestNode(); });
   afterAll(async () => { await t?.dispose(); });
 
+  it('checkpoint streams keep only their latest two checkpoints ($maxCount 2 written with the first one)', async () => {
+    const type = uniq('Cp');
+    const stream = uniq('cp');
+    const name = uniq('cp-proj');
+    await appendOk(t, stream, [newEvent(type, { v: 1 })]);
+    await createOk(t, 'continuous', name, `fromAll().foreachStream().when({ '${type}': (s) => { s.n = (s.n || 0) + 1; } })`);
+    for (const checkpoints of [`$projections-${name}-checkpoint`, `$projections-${name}-${stream}-checkpoint`]) {
+      const meta = await eventually(async () => {
+        const res = await call(t, `/streams/${encodeURIComponent(checkpoints)}/metadata`, { headers: { Accept: 'application/json' } });
+        expect(res.status).toBe(200);
+        return res.json();
+      });
+      expect(meta).toEqual({ $maxCount: 2 });
+    }
+  });
+
   it('after a restart: definitions, enabled flags, config, versions, partition states and results are intact; processing continues exactly', async () => {
     const type = uniq('Dep');
     const a = uniq('acct');

@@ -352,11 +352,11 @@ export class Projection {
     for (const p of this.changedPartitions) {
       if (p === '') continue;
       const v = this.partitions.get(p);
-      writes.add(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, JSON.stringify([json(v?.state), json(v?.result)]), true, tagMeta));
+      writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, JSON.stringify([json(v?.state), json(v?.result)]), true, tagMeta));
     }
     const root = this.partitions.get('');
     const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
-    writes.add(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
+    writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
     this.writesInProgress = writes.count;
     try {
       await this.store.transact(writes.toStreamWrites());
@@ -455,7 +455,7 @@ export class Projection {
       writes.add(main, event(EVENT.eof, '', false, tagMeta));
       if (this.checkpoints) {
         const root = this.partitions.get('');
-        writes.add(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
+        writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
       }
       await this.store.transact(writes.toStreamWrites());
       this.pendingEmits = [];
@@ -533,6 +533,14 @@ class WriteSet {
     this.count++;
     const info = this.store.streamInfo(streamId);
     return (info ? info.lastEventNumber + 1 : 0) + list.length - 1;
+  }
+
+  /** A checkpoint: only the latest two are kept, so a new checkpoint stream gets $maxCount 2 with its first event. */
+  addCheckpoint(streamId: string, e: ProposedEvent): void {
+    if (!this.store.streamInfo(streamId) && !this.streams.has(streamId)) {
+      this.add(`$$${streamId}`, event('$metadata', '{"$maxCount":2}', true, {}));
+    }
+    this.add(streamId, e);
   }
 
   toStreamWrites(): StreamWrite[] {

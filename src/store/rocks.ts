@@ -21,7 +21,9 @@ export class Rocks {
     const location = inMemory ? ephemeralLocation() : resolve(dir);
     mkdirSync(location, { recursive: true });
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    await db.open({ createIfMissing: true, infoLogLevel: 'error', cacheSize: 256 * 1024 * 1024 });
+    // Bloom filters make the writer's point lookups (event ids of retries, index entries) cheap
+    // when the key is absent, which is the common case.
+    await db.open({ createIfMissing: true, infoLogLevel: 'error', cacheSize: 256 * 1024 * 1024, filterPolicy: 'bloomfilter:10:false' });
     return new Rocks(db, location, inMemory);
   }
 
