@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { XMLBuilder } from 'fast-xml-parser';
 import { formatUuid, LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type ResolvedEvent } from '../store/index.js';
 import { eventUrl } from './urls.js';
@@ -58,13 +59,38 @@ function target(e: ResolvedEvent): { streamId: string; eventNumber: number } {
   return parseLinkTarget(e.link!.data) ?? { streamId: e.link!.streamId, eventNumber: e.link!.eventNumber };
 }
 
-export function contentOf(event: EventRecord): Record<string, unknown> {
+/**
+ * Splices stored JSON text into a serialised document without parsing and re-serialising it:
+ * the value is a marker string while the document is stringified, then the marker is replaced
+ * by the raw text. The marker carries a per-process random nonce, so stored data cannot forge one.
+ */
+export class RawJson {
+  private static readonly nonce = randomBytes(8).toString('hex');
+  private readonly texts: string[] = [];
+
+  mark(text: string): string {
+    this.texts.push(text);
+    return `\u0000${RawJson.nonce}:${this.texts.length - 1}\u0000`;
+  }
+
+  stringify(value: unknown): string {
+    const json = JSON.stringify(value);
+    if (this.texts.length === 0) return json;
+    return json.replace(new RegExp(`"\\\\u0000${RawJson.nonce}:(\\d+)\\\\u0000"`, 'g'), (_, i: string) => this.texts[Number(i)]);
+  }
+}
+
+/** The content object of an event; with `raw`, JSON data is spliced in as stored instead of parsed. */
+export function contentOf(event: EventRecord, raw?: RawJson): Record<string, unknown> {
+  let data: unknown;
+  if (raw && event.dataIsJson) data = raw.mark(event.data.toString('utf8'));
+  else data = event.isJson ? parseJson(event.data) : event.data.toString('utf8');
   return {
     eventStreamId: event.streamId,
     eventNumber: event.eventNumber,
     eventType: event.eventType,
     eventId: formatUuid(event.eventId),
-    data: event.isJson ? parseJson(event.data) : event.data.toString('utf8'),
+    data,
     metadata: event.metadata.length > 0 ? parseJson(event.metadata) : '',
   };
 }
@@ -118,7 +144,7 @@ function richFields(e: ResolvedEvent, embed: Embed): Record<string, unknown> {
   return out;
 }
 
-export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean): Record<string, unknown> {
+export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean, raw?: RawJson): Record<string, unknown> {
   const { streamId, eventNumber } = target(e);
   const url = eventUrl(base, streamId, eventNumber);
   const original = e.link ?? e.event!;
@@ -132,13 +158,19 @@ export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withCont
     content: null,
   };
   const includeContent = e.event && !(e.link && !withContent) && (withContent || LEVEL[embed] >= LEVEL.content);
-  if (includeContent && (withContent || e.event!.isJson)) entry.content = contentOf(e.event!);
+  if (includeContent && (withContent || e.event!.isJson)) entry.content = contentOf(e.event!, raw);
   entry.links = [link(url, 'edit'), link(url, 'alternate')];
   if (LEVEL[embed] >= LEVEL.rich) Object.assign(entry, richFields(e, embed));
   return entry;
 }
 
-export function feedJson(base: string, feed: FeedModel, embed: Embed): Record<string, unknown> {
+/** The feed as atom+json text (compact; event data spliced in as stored). */
+export function feedJsonText(base: string, feed: FeedModel, embed: Embed): string {
+  const raw = new RawJson();
+  return raw.stringify(feedJson(base, feed, embed, raw));
+}
+
+export function feedJson(base: string, feed: FeedModel, embed: Embed, raw?: RawJson): Record<string, unknown> {
   return {
     title: feed.title,
     id: feed.id,
@@ -149,7 +181,7 @@ export function feedJson(base: string, feed: FeedModel, embed: Embed): Record<st
     selfUrl: feed.selfUrl,
     eTag: feed.eTag,
     links: feed.links,
-    entries: feed.entries.map((e) => entryJson(base, e, embed, false)),
+    entries: feed.entries.map((e) => entryJson(base, e, embed, false, raw)),
   };
 }
 

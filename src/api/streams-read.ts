@@ -7,7 +7,7 @@ import { ApiError, badRequest } from './errors.js';
 import { booleanHeader, integerHeader } from './headers.js';
 import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
 import {
-  contentOf, EMPTY_UPDATED, entryJson, entryXml, feedJson, feedXml, formatUpdated, link, parseEmbed, simpleXml,
+  contentOf, EMPTY_UPDATED, entryJson, entryXml, feedJsonText, feedXml, formatUpdated, link, parseEmbed, RawJson, simpleXml,
   type FeedModel, type Link,
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
@@ -42,7 +42,7 @@ export function sendFeed(reply: FastifyReply, base: string, mediaType: string, f
     return reply.type(`${mediaType}; charset=utf-8`).send(feedXml(base, feed));
   }
   const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
-  return reply.type(`${mediaType}; charset=utf-8`).send(JSON.stringify(feedJson(base, feed, embed), null, 2));
+  return reply.type(`${mediaType}; charset=utf-8`).send(feedJsonText(base, feed, embed));
 }
 
 function newestUpdated(entries: ResolvedEvent[]): string {
@@ -141,12 +141,14 @@ function sendEvent(reply: FastifyReply, req: FastifyRequest, base: string, media
       return typed(mediaType).send(entryXml(base, e));
     case MEDIA.atomJsonK: case MEDIA.atomJsonL: {
       const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
-      return typed(mediaType).send(JSON.stringify(entryJson(base, e, embed, true), null, 2));
+      const raw = new RawJson();
+      return typed(mediaType).send(raw.stringify(entryJson(base, e, embed, true, raw)));
     }
     case MEDIA.json:
       return typed(mediaType).send(formatBody(event));
     case MEDIA.eventJsonK: case MEDIA.eventJsonL:
-      return typed(mediaType).send(JSON.stringify(contentOf(event), null, 2));
+      const raw = new RawJson();
+      return typed(mediaType).send(raw.stringify(contentOf(event, raw)));
     case MEDIA.textXml: case MEDIA.appXml:
       return typed(mediaType).send(simpleXml('data', contentOf(event).data));
     case MEDIA.eventXml:
