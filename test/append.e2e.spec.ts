@@ -1,8 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  EVENTS_JSON, OPS, append, http, newEvent, startTestNode, type TestNode,
-} from './support/node.js';
+import { EVENTS_JSON, OPS, append, http, newEvent, startTestNode, type TestNode, uniq } from './support/node.js';
 
 // End-to-end tests of POST /streams/{stream}: the array form, the single-body forms, the
 // idempotent /incoming/{guid} flow, expected versions, idempotent retries, and the request
@@ -16,9 +14,6 @@ let t: TestNode;
 beforeAll(async () => { t = await startTestNode(); });
 afterAll(async () => { await t?.dispose(); });
 
-function uniq(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
-}
 
 function enc(stream: string): string {
   return encodeURIComponent(stream);

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  EVENTS_JSON, OPS, append, http, newEvent, startTestNode, type TestNode,
-} from './support/node.js';
+import { EVENTS_JSON, OPS, append, http, newEvent, startTestNode, type TestNode, uniq } from './support/node.js';
 
 // End-to-end tests of DELETE /streams/{stream} (soft and hard) and of stream metadata:
 // GET/POST /streams/{s}/metadata, the reserved keys applied to reads ($maxCount, $maxAge, $tb,
@@ -15,9 +13,6 @@ let t: TestNode;
 beforeAll(async () => { t = await startTestNode(); });
 afterAll(async () => { await t?.dispose(); });
 
-function uniq(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
-}
 
 function enc(stream: string): string {
   return encodeURIComponent(stream);

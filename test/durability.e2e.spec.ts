@@ -2,9 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  EVENTS_JSON, append, http, newEvent, startTestNode, type TestNode,
-} from './support/node.js';
+import { EVENTS_JSON, append, http, newEvent, startTestNode, type TestNode, uniq } from './support/node.js';
 
 // Durability and concurrency, end to end: what was acknowledged is read back byte-identical
 // after the node restarts on the same data directory (with numbering, idempotency, deletes and
@@ -21,9 +19,6 @@ let t: TestNode;
 beforeAll(async () => { t = await startTestNode(); });
 afterAll(async () => { await t?.dispose(); });
 
-function uniq(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
-}
 
 function enc(stream: string): string {
   return encodeURIComponent(stream);

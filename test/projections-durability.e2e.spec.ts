@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, EVENTS_JSON, newEvent, startTestNode, type TestNode } from './support/node.js';
+import { ADMIN, EVENTS_JSON, newEvent, startTestNode, type TestNode, uniq, eventually, sleep } from './support/node.js';
 import { MAIN, spawnNode, type NodeProcess } from './support/process.js';
 
 // Projections that must survive: restarts (definitions, enabled flags, config, partition states
@@ -19,23 +18,8 @@ import { MAIN, spawnNode, type NodeProcess } from './support/process.js';
 
 interface Target { url: string }
 
-function uniq(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
-}
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() >= deadline) throw err;
-    }
-    await sleep(25);
-  }
-}
 
 function call(n: Target, path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { append, http, newEvent, startTestNode, type TestNode } from './support/node.js';
+import { append, http, newEvent, startTestNode, type TestNode, uniq, eventually, sleep } from './support/node.js';
 
 // Projections over HTTP, end to end (issue 4): create (source text raw in the body, whatever the
 // content type), acorn validation (400 with line and column, nothing stored), state and result for
@@ -16,24 +15,8 @@ afterAll(async () => { await t?.dispose(); });
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-function uniq(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
-}
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Retries an assertion until it passes (or rethrows its last failure after `timeoutMs`). */
-async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() >= deadline) throw err;
-    }
-    await sleep(25);
-  }
-}
 
 type Mode = 'continuous' | 'onetime' | 'transient';
 

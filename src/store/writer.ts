@@ -3,7 +3,7 @@ import type { Rocks, BatchOp } from './rocks.js';
 import type { CommitBus } from './bus.js';
 import type { ExpectedVersion } from './expected-version.js';
 import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
-import { encodeRecord, type EventRecord } from './record.js';
+import { encodeRecord, type EventRecord, type RecordPayload } from './record.js';
 import { eventIdKey, indexKey, logKey, readU64, u64Value } from './keys.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
@@ -23,15 +23,8 @@ import { nowMicros } from './clock.js';
 // Expected-version and idempotency checks run here, against the in-memory stream infos, so
 // concurrent writers to one stream are serialised without locks.
 
-export interface ProposedEvent {
-  eventId: Buffer;
-  eventType: string;
-  isJson: boolean;
-  /** Whether the data bytes are valid JSON (default: isJson). */
-  dataIsJson?: boolean;
-  data: Buffer;
-  metadata: Buffer;
-}
+/** An event to append: id, type, and the data and metadata bytes as received. */
+export type ProposedEvent = RecordPayload;
 
 export interface AppendResult {
   firstEventNumber: number;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { startNode, type RunningNode } from '../../src/node.js';
 import { createLogger } from '../../src/logger.js';
+import { randomUUID } from 'node:crypto';
 
 export const ADMIN = 'Basic ' + Buffer.from('admin:changeit').toString('base64');
 export const OPS = 'Basic ' + Buffer.from('ops:changeit').toString('base64');
@@ -71,4 +72,24 @@ export async function readFeed(t: TestNode, path: string, headers: Record<string
   const res = await http(t, path, { headers: { Accept: 'application/vnd.eventstore.atom+json', ...headers } });
   if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}`);
   return res.json();
+}
+
+/** A name no other test uses. */
+export function uniq(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Retries an assertion until it passes (or rethrows its last failure after `timeoutMs`). */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() >= deadline) throw err;
+    }
+    await sleep(25);
+  }
 }
