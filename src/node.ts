@@ -13,7 +13,7 @@ import { childLogger, createLogger, setLogLevel } from './logger.js';
 import { StatsCollector } from './stats/collector.js';
 import { loadCertificates, type CertificateSet } from './tls/certificates.js';
 import { VERSION } from './version.js';
-import { ProjectionManager } from './projections/manager.js';
+import { ProjectionManager, type RunProjections } from './projections/manager.js';
 
 export { VERSION };
 
@@ -53,6 +53,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
+    runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
   });
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();

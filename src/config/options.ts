@@ -82,6 +82,14 @@ export const OPTIONS = {
     kind: 'string', group: 'Certificate', default: undefined,
     help: 'Common name the node certificate must carry (wildcards like *.example.com allowed); checked on start and reload.',
   },
+  runProjections: {
+    kind: 'enum', group: 'Projections', default: 'All', values: ['None', 'System', 'All'],
+    help: 'Which projections may run: None, only the System ones, or All.',
+  },
+  startStandardProjections: {
+    kind: 'bool', group: 'Projections', default: true,
+    help: 'Create the system projections enabled on a new database (otherwise they are created disabled).',
+  },
   projectionMemoryLimit: {
     kind: 'int', group: 'Projections', default: 128, min: 16, max: 4096,
     help: 'Memory limit in MB of the sandbox (isolate) of each running projection.',

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
 import { Projection, type RuntimeLimits } from './projection.js';
+import { JsEngine } from './engine.js';
+import { isSystemProjection, NativeEngine, SYSTEM_PROJECTIONS } from './system.js';
 import { DEFAULT_CONFIG, type PersistedProjection, type ProjectionConfig, type ProjectionMode, type RunAs } from './model.js';
 import {
   checkpointStream, emittedStreamsStream, EVENT, partitionsStream, projectionStream, REGISTRY_STREAM,
@@ -31,24 +33,68 @@ export interface CreateRequest {
 
 export interface DeleteFlags { deleteCheckpointStream: boolean; deleteEmittedStreams: boolean; deleteStateStream: boolean }
 
+export type RunProjections = 'None' | 'System' | 'All';
+
+export interface ManagerOptions extends RuntimeLimits {
+  runProjections: RunProjections;
+  startStandardProjections: boolean;
+}
+
 export class ProjectionManager {
   private readonly projections = new Map<string, Projection>();
 
-  constructor(private readonly store: Store, private readonly log: Logger, private readonly limits: RuntimeLimits) {}
+  constructor(private readonly store: Store, private readonly log: Logger, private readonly options: ManagerOptions) {}
 
-  /** Restores every persisted projection and starts the enabled ones. */
+  /** Restores every persisted projection (creating the system ones on a new database) and starts the enabled ones. */
   async start(): Promise<void> {
     if (!this.store.streamInfo(REGISTRY_STREAM)) {
       await this.store.append(REGISTRY_STREAM, ExpectedVersion.noStream, [textEvent(EVENT.initialized, '')]);
     }
-    for (const [name, id] of this.registered()) {
+    const registered = this.registered();
+    for (const [name, id] of registered) {
       const found = this.store.readEvent(projectionStream(name), -1);
       if (found.status !== 'ok' || !found.event.event) continue;
       const persisted = JSON.parse(found.event.event.data.toString('utf8')) as PersistedProjection;
-      const projection = new Projection(persisted, id, this.store, this.log, this.limits, (other) => this.isLive(other));
+      const projection = this.projection(persisted, id);
       this.projections.set(name, projection);
-      if (persisted.enabled) await projection.start();
+      if (persisted.enabled && this.mayRun(persisted)) await projection.start();
     }
+    for (const spec of SYSTEM_PROJECTIONS) {
+      if (registered.has(spec.name)) continue;
+      await this.createPersisted({
+        name: spec.name, handlerType: spec.handlerType, mode: 'Continuous', query: spec.config,
+        enabled: this.options.startStandardProjections, checkpointsEnabled: true, epoch: -1, version: 0, runAs: null,
+        config: { ...DEFAULT_CONFIG, emitEnabled: true, checkpointAfterMs: 0 },
+      });
+    }
+  }
+
+  /** Whether --run-projections lets this projection run. */
+  private mayRun(p: PersistedProjection): boolean {
+    const run = this.options.runProjections;
+    return run === 'All' || (run === 'System' && isSystemProjection(p.name));
+  }
+
+  private projection(persisted: PersistedProjection, id: number): Projection {
+    return new Projection(persisted, id, this.store, this.log, this.options, (other) => this.isLive(other),
+      (p, limits, stored) => (p.handlerType === 'JS'
+        ? JsEngine.create(p.query, limits, p.config.emitEnabled, stored)
+        : Promise.resolve(new NativeEngine(p.handlerType, p.query))));
+  }
+
+  private async createPersisted(persisted: PersistedProjection): Promise<Projection> {
+    let id = -1;
+    if (persisted.mode !== 'Transient') {
+      const [created] = await this.store.transact([
+        { streamId: REGISTRY_STREAM, expected: ExpectedVersion.any, events: [textEvent(EVENT.created, persisted.name)] },
+        { streamId: projectionStream(persisted.name), expected: ExpectedVersion.any, events: [definitionEvent(persisted)] },
+      ]);
+      id = created.firstEventNumber;
+    }
+    const projection = this.projection(persisted, id);
+    this.projections.set(persisted.name, projection);
+    if (persisted.enabled && this.mayRun(persisted)) await projection.start();
+    return projection;
   }
 
   /** Stops every projection, writing a last checkpoint. */
@@ -82,23 +128,19 @@ export class ProjectionManager {
       epoch: -1, version: 0, runAs: req.runAs,
       config: { ...DEFAULT_CONFIG, emitEnabled: req.mode !== 'Transient' && req.emit, trackEmittedStreams: req.emit && req.trackEmittedStreams },
     };
-    let id = -1;
-    if (req.mode !== 'Transient') {
-      const [created] = await this.store.transact([
-        { streamId: REGISTRY_STREAM, expected: ExpectedVersion.any, events: [textEvent(EVENT.created, name)] },
-        { streamId: projectionStream(name), expected: ExpectedVersion.any, events: [definitionEvent(persisted)] },
-      ]);
-      id = created.firstEventNumber;
-    }
-    const projection = new Projection(persisted, id, this.store, this.log, this.limits, (other) => this.isLive(other));
-    this.projections.set(name, projection);
-    if (req.enabled) await projection.start();
-    return projection;
+    return this.createPersisted(persisted);
   }
 
   async updateQuery(name: string, query: string, emit: boolean | undefined): Promise<void> {
     const p = this.get(name);
-    validateQuery(query);
+    if (p.persisted.handlerType === 'JS') validateQuery(query);
+    else {
+      try {
+        new NativeEngine(p.persisted.handlerType, query).dispose(); // checks the configuration
+      } catch (err) {
+        throw new ProjectionError('BadRequest', (err as Error).message);
+      }
+    }
     const wasRunning = p.status === 'Running' || p.persisted.enabled;
     await p.stop(true);
     const completed = p.status === 'Completed';
@@ -109,7 +151,7 @@ export class ProjectionManager {
     if (completed) next.epoch = next.version; // a completed query is reset with its new code
     await this.persist(p, next);
     if (completed) p.clear();
-    if (wasRunning) await p.start();
+    if (wasRunning && this.mayRun(next)) await p.start();
   }
 
   async updateConfig(name: string, config: ProjectionConfig): Promise<void> {
@@ -124,7 +166,7 @@ export class ProjectionManager {
     const p = this.get(name);
     if (p.status === 'Running') return;
     await this.persist(p, { ...p.persisted, enabled: true, ...(runAs ? { runAs } : {}) });
-    await p.start();
+    if (this.mayRun(p.persisted)) await p.start();
   }
 
   async disable(name: string): Promise<void> {
@@ -147,11 +189,12 @@ export class ProjectionManager {
     const version = p.persisted.version + 1;
     await this.persist(p, { ...p.persisted, version, epoch: version });
     p.clear();
-    if (wasEnabled) await p.start();
+    if (wasEnabled && this.mayRun(p.persisted)) await p.start();
   }
 
   async delete(name: string, flags: DeleteFlags): Promise<void> {
     const p = this.get(name);
+    if (isSystemProjection(name)) throw new ProjectionError('BadRequest', "We currently don't allow for the deletion of System Projections.");
     if (p.persisted.mode !== 'Transient' && p.status !== 'Stopped' && p.status !== 'Faulted' && p.status !== 'Aborted' && p.status !== 'Completed') {
       throw new ProjectionError('BadRequest', "Cannot delete a projection that hasn't been stopped or faulted.");
     }

@@ -31,7 +31,8 @@ export interface RunAs { name: string; roles: string[] }
 
 export interface PersistedProjection {
   name: string;
-  handlerType: 'JS';
+  /** 'JS' for user queries; 'native:...' for the system projections (whose query is their configuration). */
+  handlerType: string;
   mode: ProjectionMode;
   query: string;
   enabled: boolean;

@@ -3,8 +3,9 @@ import {
   ExpectedVersion, formatUuid, isMetastream, isSoftDeleted, LINK_EVENT_TYPE, newUuid, originalStreamOf, parseMetadata,
   type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
-import { Sandbox, DefinitionError, type BatchOutcome, type EmittedEvent } from './sandbox.js';
-import { definitionProblem, eventFilterOf, needsRawBody, type EventFilter, type SourceDefinition } from './definition.js';
+import type { BatchOutcome, EmittedEvent } from './sandbox.js';
+import type { Engine, EngineLimits, Selected } from './engine.js';
+import { eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
 import type { PersistedProjection } from './model.js';
 import {
   checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,
@@ -22,8 +23,8 @@ export interface RuntimeLimits { memoryLimitMb: number; executionTimeoutMs: numb
 
 interface PartitionValue { state: string | null; result: string | null }
 
-/** One batch for the sandbox: the selected events as one JSON text, and their log positions. */
-interface PreparedBatch { json: string; count: number; positions: number[]; nextPosition: number; caughtUp: boolean }
+/** One batch for the engine: the selected events and their log positions. */
+interface PreparedBatch { selected: Selected[]; positions: number[]; nextPosition: number; caughtUp: boolean }
 
 const READ_BATCH = 2000;
 const IDLE_CHECKPOINT_MS = 1000;
@@ -41,9 +42,8 @@ export class Projection {
   writesInProgress = 0;
   definition: SourceDefinition | undefined;
 
-  private sandbox: Sandbox | undefined;
+  private engine: Engine | undefined;
   private filter: EventFilter | undefined;
-  private needsRawBody = false;
   private readonly partitions = new Map<string, PartitionValue>();
   private loop: Promise<void> | undefined;
   private stopRequested = false;
@@ -65,7 +65,9 @@ export class Projection {
   constructor(public persisted: PersistedProjection, readonly id: number, private readonly store: Store,
     private readonly log: Logger, private readonly limits: RuntimeLimits,
     /** Whether a projection id belongs to a projection that still exists. */
-    private readonly isLiveProjection: (id: number) => boolean) {}
+    private readonly isLiveProjection: (id: number) => boolean,
+    /** Makes the engine that runs this projection's handlers (sandboxed JS, or native). */
+    private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, [string | null, string | null]>) => Promise<Engine>) {}
 
   get name(): string {
     return this.persisted.name;
@@ -89,9 +91,9 @@ export class Projection {
 
   /** Raw state and result JSON of a partition ('' when none): live from the sandbox while it runs. */
   async read(partition: string): Promise<{ state: string; result: string }> {
-    if (this.sandbox && !this.sandbox.disposed) {
+    if (this.engine && !this.engine.disposed) {
       try {
-        const [state, result] = await this.sandbox.partition(partition);
+        const [state, result] = await this.engine.partition(partition);
         return { state: state ?? '', result: result ?? '' };
       } catch {
         // the sandbox went away meanwhile: answer from the last collected copy
@@ -110,21 +112,13 @@ export class Projection {
     this.eventsProcessedAfterRestart = 0;
     try {
       const stored = this.checkpoints ? this.loadCheckpoint() : new Map<string, PartitionValue>();
-      const sandbox = await Sandbox.create(this.persisted.query, {
+      const engine = await this.createEngine(this.persisted, {
         memoryLimitMb: this.limits.memoryLimitMb,
         timeoutMs: this.persisted.config.projectionExecutionTimeout ?? this.limits.executionTimeoutMs,
-      });
-      const problem = definitionProblem(sandbox.definition);
-      if (problem) {
-        sandbox.dispose();
-        throw new DefinitionError(problem);
-      }
-      await sandbox.start({ emitEnabled: this.persisted.config.emitEnabled },
-        Object.fromEntries([...stored].map(([p, v]) => [p, [v.state, v.result]])));
-      this.sandbox = sandbox;
-      this.definition = sandbox.definition;
-      this.filter = eventFilterOf(sandbox.definition);
-      this.needsRawBody = needsRawBody(sandbox.definition, this.persisted.query);
+      }, Object.fromEntries([...stored].map(([p, v]) => [p, [v.state, v.result]])));
+      this.engine = engine;
+      this.definition = engine.definition;
+      this.filter = eventFilterOf(engine.definition);
       this.partitions.clear();
       for (const [p, v] of stored) this.partitions.set(p, v);
     } catch (err) {
@@ -142,7 +136,7 @@ export class Projection {
     this.wake?.abort();
     if (this.status === 'Running') this.status = 'Stopping';
     await this.loop;
-    if (checkpoint && this.sandbox && this.status !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
+    if (checkpoint && this.engine && this.status !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
     this.release();
     if (this.status !== 'Faulted' && this.status !== 'Completed') this.status = finalStatus;
   }
@@ -161,8 +155,8 @@ export class Projection {
   }
 
   private release(): void {
-    this.sandbox?.dispose();
-    this.sandbox = undefined;
+    this.engine?.dispose();
+    this.engine = undefined;
   }
 
   private fault(reason: string): void {
@@ -173,32 +167,32 @@ export class Projection {
     this.release();
   }
 
-  /** Reads the next page of the log and encodes what the query selects as one JSON batch. */
+  /** Reads the next page of the log and keeps what the query selects. */
   private prepare(position: number): PreparedBatch {
     const page = this.store.readAllForward(position, READ_BATCH);
-    const parts: string[] = [];
+    const selected: Selected[] = [];
     const positions: number[] = [];
     for (const record of page.records) {
-      const encoded = this.select(record);
-      if (encoded !== undefined) {
-        parts.push(encoded);
+      const s = this.select(record);
+      if (s !== undefined) {
+        selected.push(s);
         positions.push(record.position);
       }
     }
-    return { json: `[${parts.join(',')}]`, count: parts.length, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < READ_BATCH };
+    return { selected, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < READ_BATCH };
   }
 
   private async run(): Promise<void> {
-    const sandbox = this.sandbox!;
+    const engine = this.engine!;
     const endAtStart = this.store.headPosition;
     let next: PreparedBatch | undefined = this.prepare(this.position);
     while (!this.stopRequested) {
       const batch: PreparedBatch = next ?? this.prepare(this.position);
       next = undefined;
-      this.bufferedEvents = batch.count;
-      if (batch.count > 0) {
+      this.bufferedEvents = batch.selected.length;
+      if (batch.selected.length > 0) {
         const started = performance.now();
-        const processing = sandbox.process(batch.json, false);
+        const processing = engine.process(batch.selected);
         // While the sandbox works on this batch, read the next one.
         if (!batch.caughtUp) next = this.prepare(batch.nextPosition);
         const outcome = await processing;
@@ -231,8 +225,8 @@ export class Projection {
 
   /** Brings the host's copy of the changed partitions up to date from the sandbox. */
   private async collect(): Promise<void> {
-    if (!this.sandbox || this.sandbox.disposed) return;
-    for (const [partition, state, result, resultChanged] of await this.sandbox.collect()) {
+    if (!this.engine || this.engine.disposed) return;
+    for (const [partition, state, result, resultChanged] of await this.engine.collect()) {
       if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
       this.partitions.set(partition, { state, result });
       this.changedPartitions.add(partition);
@@ -260,8 +254,9 @@ export class Projection {
     await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
   }
 
-  /** The JSON text of the event the query reads for this record, or undefined when it reads none. */
-  private select(record: EventRecord): string | undefined {
+  /** The event the query reads for this record, or undefined when it reads none. */
+  private select(record: EventRecord): Selected | undefined {
+    if (this.engine?.select) return this.engine.select(record);
     const def = this.definition!;
     let event: EventRecord | undefined = record;
     let link: EventRecord | undefined;
@@ -283,11 +278,11 @@ export class Projection {
       }
     }
     const deleted = this.deletedPartitionOf(event);
-    if (deleted !== undefined && def.handlesDeletedNotifications) return this.encode(event, link, category, deleted);
+    if (deleted !== undefined && def.handlesDeletedNotifications) return { event, link, category, deletedPartition: deleted };
     if (!this.filter!.all && !this.filter!.types.has(event.eventType)) return undefined;
     // Content validation: an event flagged JSON whose data is empty or not JSON is not delivered.
     if (event.isJson && !event.dataIsJson) return undefined;
-    return this.encode(event, link, category, undefined);
+    return { event, link, category, deletedPartition: undefined };
   }
 
   /** A tombstone or a soft-deleting metadata event: the partition (stream) it deletes. */
@@ -298,32 +293,6 @@ export class Projection {
       if (isSoftDeleted(meta) || (meta.truncateBefore ?? 0) >= SOFT_DELETE_TB) return originalStreamOf(event.streamId);
     }
     return undefined;
-  }
-
-  /**
-   * The event as the sandbox reads it, written straight as JSON text. JSON data is spliced in
-   * as is (it was validated when written), so it is parsed once, inside the sandbox.
-   */
-  private encode(event: EventRecord, link: EventRecord | undefined, category: string | null,
-    deletedPartition: string | undefined): string {
-    const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
-    let partitionStream = isMetastream(event.streamId) ? originalStreamOf(event.streamId) : event.streamId;
-    if (linkMetadataRaw) {
-      try {
-        const o = (JSON.parse(linkMetadataRaw) as { $o?: unknown }).$o;
-        if (typeof o === 'string') partitionStream = o;
-      } catch {
-        // link metadata that is not JSON carries no $o
-      }
-    }
-    const body = event.dataIsJson && !this.needsRawBody
-      ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`;
-    const metadataRaw = event.metadata.length > 0 ? JSON.stringify(event.metadata.toString('utf8')) : 'null';
-    return `{"eventType":${JSON.stringify(event.eventType)},"streamId":${JSON.stringify(event.streamId)},`
-      + `"sequenceNumber":${event.eventNumber},"eventId":"${formatUuid(event.eventId)}","isJson":${event.isJson},${body},`
-      + `"metadataRaw":${metadataRaw},"linkMetadataRaw":${linkMetadataRaw === null ? 'null' : JSON.stringify(linkMetadataRaw)},`
-      + `"partitionStream":${JSON.stringify(partitionStream)},"category":${category === null ? 'null' : JSON.stringify(category)}`
-      + `${deletedPartition === undefined ? '' : `,"deletedPartition":${JSON.stringify(deletedPartition)}`}}`;
   }
 
   private apply(outcome: BatchOutcome): void {

@@ -27,7 +27,8 @@ export interface TestNode {
 export async function startTestNode(overrides: Partial<Config> = {}): Promise<TestNode> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
   const config: Config = {
-    ...loadConfig([]).config, db: dir, httpPort: 0, logLevel: 'silent', ...overrides,
+    // The system projections write to the log in the background; tests that want them ask for them.
+    ...loadConfig([]).config, db: dir, httpPort: 0, logLevel: 'silent', startStandardProjections: false, ...overrides,
   };
   const log = createLogger(config.logLevel);
   const t: TestNode = {

@@ -13,7 +13,7 @@ export interface NodeProcess {
 
 /** Starts `node dist/src/main.js` (built by `npm test`) and waits for its start line. */
 export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [MAIN, '--http-port', '0', '--log-level', 'info', ...args], {
+  const child = spawn(process.execPath, [MAIN, '--http-port', '0', '--log-level', 'info', '--start-standard-projections', 'false', ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

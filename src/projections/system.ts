@@ -1,0 +1,146 @@
+import { LINK_EVENT_TYPE, type EventRecord } from '../store/index.js';
+import type { SourceDefinition } from './definition.js';
+import type { Engine, Selected } from './engine.js';
+import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
+
+// The standard system projections, run natively: they are trusted and sit on the hot path of
+// every write, so they index the log in TypeScript instead of in a sandbox. They keep no state;
+// what they write are link events, checkpointed and emitted like any projection's.
+
+export interface SystemProjectionSpec { name: string; handlerType: string; config: string }
+
+export const SYSTEM_PROJECTIONS: readonly SystemProjectionSpec[] = [
+  { name: '$streams', handlerType: 'native:streams', config: '' },
+  { name: '$stream_by_category', handlerType: 'native:stream_by_category', config: 'first\r\n-' },
+  { name: '$by_category', handlerType: 'native:by_category', config: 'first\r\n-' },
+  { name: '$by_event_type', handlerType: 'native:by_event_type', config: '' },
+  { name: '$by_correlation_id', handlerType: 'native:by_correlation_id', config: '{"correlationIdProperty":"$correlationId"}' },
+];
+
+export function isSystemProjection(name: string): boolean {
+  return SYSTEM_PROJECTIONS.some((s) => s.name === name);
+}
+
+/** Category rule: one character = last occurrence of it; or `first|last` and a separator on two lines. */
+export function categoryRule(config: string): (streamId: string) => string | undefined {
+  const lines = config.split(/\r?\n/);
+  let which: 'first' | 'last' = 'last';
+  let separator = '-';
+  if (lines.length === 1 && lines[0].length === 1) separator = lines[0];
+  else if (lines.length === 2 && (lines[0] === 'first' || lines[0] === 'last') && lines[1].length === 1) {
+    which = lines[0];
+    separator = lines[1];
+  } else if (config.trim() !== '') {
+    throw new Error(`Invalid category configuration '${config}': one separator character, or first|last and a separator on two lines`);
+  }
+  return (streamId) => {
+    if (streamId.startsWith('$')) return undefined;
+    const at = which === 'first' ? streamId.indexOf(separator) : streamId.lastIndexOf(separator);
+    return at > 0 ? streamId.slice(0, at) : undefined;
+  };
+}
+
+const NATIVE_DEFINITION: SourceDefinition = {
+  allEvents: true, allStreams: true, streams: [], categories: [], events: [], byStream: false, byCustomPartitions: false,
+  definesFold: false, producesResults: false, definesStateTransform: false, handlesDeletedNotifications: false, biState: false,
+  includeLinks: true, reorderEvents: false, processingLag: 0, resultStreamName: null, partitionResultStreamNamePattern: null,
+  anyHandler: false, handlerOrder: [],
+};
+
+function link(streamId: string, data: string, metadata: Record<string, unknown>): EmittedEvent {
+  return { streamId, eventType: LINK_EVENT_TYPE, data, isJson: false, metadata };
+}
+
+type Indexer = (record: EventRecord) => EmittedEvent | undefined;
+
+function indexerFor(handlerType: string, config: string): Indexer {
+  switch (handlerType) {
+    case 'native:streams':
+      return (r) => (r.eventNumber === 0 && r.streamId !== '$streams' ? link('$streams', `0@${r.streamId}`, {}) : undefined);
+    case 'native:stream_by_category': {
+      const category = categoryRule(config);
+      return (r) => {
+        if (r.eventNumber !== 0) return undefined;
+        const c = category(r.streamId);
+        return c === undefined ? undefined : { streamId: `$category-${c}`, eventType: '$@', data: r.streamId, isJson: false, metadata: {} };
+      };
+    }
+    case 'native:by_category': {
+      const category = categoryRule(config);
+      return (r) => {
+        const c = category(r.streamId);
+        if (c === undefined) return undefined;
+        const target = r.eventType === LINK_EVENT_TYPE ? r.data.toString('utf8') : `${r.eventNumber}@${r.streamId}`;
+        return link(`$ce-${c}`, target, r.tombstone ? { $o: r.streamId, $deleted: -1 } : { $o: r.streamId });
+      };
+    }
+    case 'native:by_event_type':
+      if (config.trim() !== '') throw new Error('The $by_event_type projection takes no configuration');
+      return (r) => {
+        if (r.streamId.startsWith('$') || r.eventType === LINK_EVENT_TYPE) return undefined;
+        if (r.tombstone) return link('$et-$deleted', `${r.eventNumber}@${r.streamId}`, { $deleted: -1 });
+        return link(`$et-${r.eventType}`, `${r.eventNumber}@${r.streamId}`, {});
+      };
+    case 'native:by_correlation_id': {
+      let property: string;
+      try {
+        const parsed = JSON.parse(config || '{}') as { correlationIdProperty?: unknown };
+        property = typeof parsed.correlationIdProperty === 'string' ? parsed.correlationIdProperty : '$correlationId';
+      } catch {
+        throw new Error(`Invalid $by_correlation_id configuration: ${config}`);
+      }
+      return (r) => {
+        if (r.streamId.startsWith('$') || r.metadata.length === 0) return undefined;
+        let id: unknown;
+        try {
+          id = (JSON.parse(r.metadata.toString('utf8')) as Record<string, unknown>)[property];
+        } catch {
+          return undefined;
+        }
+        if (typeof id !== 'string' || id === '') return undefined;
+        const target = r.eventType === LINK_EVENT_TYPE ? r.data.toString('utf8') : `${r.eventNumber}@${r.streamId}`;
+        const timestamp = new Date(Math.floor(r.created / 1000)).toISOString();
+        return link(`$bc-${id}`, target, r.eventType === LINK_EVENT_TYPE ? { $eventTimestamp: timestamp, $link: target } : { $eventTimestamp: timestamp });
+      };
+    }
+    default:
+      throw new Error(`Unknown native projection handler ${handlerType}`);
+  }
+}
+
+/** A system projection's engine: it reads every record of the log and emits index links. */
+export class NativeEngine implements Engine {
+  readonly definition = NATIVE_DEFINITION;
+  disposed = false;
+  private readonly index: Indexer;
+
+  constructor(handlerType: string, config: string) {
+    this.index = indexerFor(handlerType, config);
+  }
+
+  /** Native projections see every record, system streams and links included, unresolved. */
+  select(record: EventRecord): Selected {
+    return { event: record, link: undefined, category: null, deletedPartition: undefined };
+  }
+
+  async process(batch: Selected[]): Promise<BatchOutcome> {
+    const emitted: EmittedEvent[] = [];
+    for (const { event } of batch) {
+      const out = this.index(event);
+      if (out) emitted.push(out);
+    }
+    return { emitted, changed: [], logs: [], handled: emitted.length, processed: batch.length, fault: null };
+  }
+
+  async collect(): Promise<ChangedPartition[]> {
+    return [];
+  }
+
+  async partition(): Promise<[string | null, string | null]> {
+    return [null, null];
+  }
+
+  dispose(): void {
+    this.disposed = true;
+  }
+}
