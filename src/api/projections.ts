@@ -5,7 +5,8 @@ import type { Projection } from '../projections/projection.js';
 import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
 import { ApiError, badRequest } from './errors.js';
 import { baseUrl, escapeStream } from './urls.js';
-import { principalOf, requireAuthenticated, type ApiContext } from './context.js';
+import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import { readEvents } from '../projections/read-events.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
 // Answers are JSON; errors are text with the reason, as the established servers answer them.
@@ -192,6 +193,21 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
       return json(reply, 201, { name: p.name });
     });
   }
+
+  app.post('/projections/read-events', async (req, reply) => {
+    requireAuthenticated(req);
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
+    } catch {
+      throw badRequest('The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
+    }
+    const query = (body as { query?: { allStreams?: boolean; streams?: unknown; categories?: unknown } } | null)?.query;
+    if (query?.allStreams) requireAccess(ctx, req, 'r', '$all');
+    for (const s of Array.isArray(query?.streams) ? query.streams : []) if (typeof s === 'string') requireAccess(ctx, req, 'r', s);
+    for (const c of Array.isArray(query?.categories) ? query.categories : []) if (typeof c === 'string') requireAccess(ctx, req, 'r', `$ce-${c}`);
+    return json(reply, 200, readEvents(ctx.store, body));
+  });
 
   app.get('/projection/:name', async (req, reply) => {
     requireAuthenticated(req);

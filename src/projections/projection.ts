@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, formatUuid, isMetastream, isSoftDeleted, LINK_EVENT_TYPE, newUuid, originalStreamOf, parseMetadata,
-  type EventRecord, type ProposedEvent, type Store, type StreamWrite,
+  ExpectedVersion, LINK_EVENT_TYPE, newUuid, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 import type { BatchOutcome, EmittedEvent } from './sandbox.js';
 import type { Engine, EngineLimits, Selected } from './engine.js';
+import { selectEvent } from './source.js';
 import { eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
 import type { PersistedProjection } from './model.js';
 import {
@@ -28,7 +28,6 @@ interface PreparedBatch { selected: Selected[]; positions: number[]; nextPositio
 
 const READ_BATCH = 2000;
 const IDLE_CHECKPOINT_MS = 1000;
-const SOFT_DELETE_TB = 2 ** 53;
 
 export class Projection {
   status: ProjectionStatus = 'Stopped';
@@ -257,42 +256,7 @@ export class Projection {
   /** The event the query reads for this record, or undefined when it reads none. */
   private select(record: EventRecord): Selected | undefined {
     if (this.engine?.select) return this.engine.select(record);
-    const def = this.definition!;
-    let event: EventRecord | undefined = record;
-    let link: EventRecord | undefined;
-    let category: string | null = null;
-    if (def.allStreams) {
-      if (record.streamId.startsWith('$') && !(isMetastream(record.streamId) && !originalStreamOf(record.streamId).startsWith('$'))) return undefined;
-      if (record.eventType === LINK_EVENT_TYPE && !def.includeLinks) return undefined;
-    } else {
-      const categoryStream = def.categories.length > 0 ? def.categories.find((c) => record.streamId === `$ce-${c}`) : undefined;
-      if (categoryStream !== undefined) category = categoryStream;
-      else if (!def.streams.includes(record.streamId)) return undefined;
-      if (record.eventType === LINK_EVENT_TYPE) {
-        const resolved = this.store.resolveLink(record);
-        if (!resolved.event) return undefined;
-        event = resolved.event;
-        link = record;
-      } else if (category !== null) {
-        return undefined; // category streams hold links; anything else is not an event of the category
-      }
-    }
-    const deleted = this.deletedPartitionOf(event);
-    if (deleted !== undefined && def.handlesDeletedNotifications) return { event, link, category, deletedPartition: deleted };
-    if (!this.filter!.all && !this.filter!.types.has(event.eventType)) return undefined;
-    // Content validation: an event flagged JSON whose data is empty or not JSON is not delivered.
-    if (event.isJson && !event.dataIsJson) return undefined;
-    return { event, link, category, deletedPartition: undefined };
-  }
-
-  /** A tombstone or a soft-deleting metadata event: the partition (stream) it deletes. */
-  private deletedPartitionOf(event: EventRecord): string | undefined {
-    if (event.tombstone) return event.streamId;
-    if (isMetastream(event.streamId) && event.eventType === '$metadata') {
-      const meta = parseMetadata(event.data);
-      if (isSoftDeleted(meta) || (meta.truncateBefore ?? 0) >= SOFT_DELETE_TB) return originalStreamOf(event.streamId);
-    }
-    return undefined;
+    return selectEvent(this.definition!, this.filter!, this.store, record);
   }
 
   private apply(outcome: BatchOutcome): void {
