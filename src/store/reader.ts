@@ -40,6 +40,7 @@ export interface AllPage {
 /** Metastreams keep only their latest event visible. */
 const METASTREAM_METADATA: StreamMetadata = Object.freeze({ maxCount: 1, raw: { $maxCount: 1 } });
 export const LINK_EVENT_TYPE = '$>';
+const METADATA_CACHE_LIMIT = 100_000;
 
 export interface ReadCounters {
   cachedRecord: number;
@@ -77,6 +78,7 @@ export class Reader {
       const record = this.recordAt(meta, meta.lastEventNumber);
       if (record) metadata = parseMetadata(record.data);
     }
+    if (this.metadataCache.size >= METADATA_CACHE_LIMIT) this.metadataCache.clear(); // bounded: re-read on demand
     this.metadataCache.set(streamId, metadata);
     return metadata;
   }
