@@ -1,5 +1,5 @@
 import { formatUuid, isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
-import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition } from './sandbox.js';
+import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
 import { definitionProblem, needsRawBody, type SourceDefinition } from './definition.js';
 
 // What runs a projection's handlers over the events its source selected: the sandboxed
@@ -19,6 +19,8 @@ export interface Engine {
   readonly disposed: boolean;
   /** Engines that read the log their own way (the system projections) choose their records here. */
   select?(record: EventRecord): Selected | undefined;
+  /** Events written with each checkpoint, in the same transaction. */
+  checkpointEvents?(tag: Record<string, unknown>): EmittedEvent[];
   /** Handles one batch; state changes stay inside until collect(). */
   process(batch: Selected[]): Promise<BatchOutcome>;
   /** The partitions changed since the last collection, serialised. */

@@ -279,6 +279,7 @@ export class Projection {
     }
     const writes = new WriteSet(this.store);
     const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
+    this.pendingEmits.push(...(this.engine?.checkpointEvents?.(tagMeta) ?? []));
     this.addEmits(writes, tagMeta);
     this.addResults(writes, tagMeta);
     for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));

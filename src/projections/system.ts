@@ -1,4 +1,4 @@
-import { LINK_EVENT_TYPE, type EventRecord } from '../store/index.js';
+import { isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord } from '../store/index.js';
 import type { SourceDefinition } from './definition.js';
 import type { Engine, Selected } from './engine.js';
 import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
@@ -47,6 +47,13 @@ const NATIVE_DEFINITION: SourceDefinition = {
   anyHandler: false, handlerOrder: [],
 };
 
+/** A soft delete of a user stream: the `$metadata` event that sets its `$tb` to the maximum. */
+function softDeletedStream(r: EventRecord): string | undefined {
+  if (!isMetastream(r.streamId) || r.eventType !== '$metadata') return undefined;
+  const original = originalStreamOf(r.streamId);
+  return !original.startsWith('$') && isSoftDeleted(parseMetadata(r.data)) ? original : undefined;
+}
+
 function link(streamId: string, data: string, metadata: Record<string, unknown>): EmittedEvent {
   return { streamId, eventType: LINK_EVENT_TYPE, data, isJson: false, metadata };
 }
@@ -68,6 +75,11 @@ function indexerFor(handlerType: string, config: string): Indexer {
     case 'native:by_category': {
       const category = categoryRule(config);
       return (r) => {
+        const deleted = softDeletedStream(r);
+        if (deleted !== undefined) {
+          const dc = category(deleted);
+          return dc === undefined ? undefined : link(`$ce-${dc}`, `${r.eventNumber}@${r.streamId}`, { $o: deleted, $deleted: -1 });
+        }
         const c = category(r.streamId);
         if (c === undefined) return undefined;
         const target = r.eventType === LINK_EVENT_TYPE ? r.data.toString('utf8') : `${r.eventNumber}@${r.streamId}`;
@@ -77,6 +89,8 @@ function indexerFor(handlerType: string, config: string): Indexer {
     case 'native:by_event_type':
       if (config.trim() !== '') throw new Error('The $by_event_type projection takes no configuration');
       return (r) => {
+        const deleted = softDeletedStream(r);
+        if (deleted !== undefined) return link('$et-$deleted', `${r.eventNumber}@${deleted}`, { $deleted: -1 });
         if (r.streamId.startsWith('$') || r.eventType === LINK_EVENT_TYPE) return undefined;
         if (r.tombstone) return link('$et-$deleted', `${r.eventNumber}@${r.streamId}`, { $deleted: -1 });
         return link(`$et-${r.eventType}`, `${r.eventNumber}@${r.streamId}`, {});
@@ -114,8 +128,14 @@ export class NativeEngine implements Engine {
   disposed = false;
   private readonly index: Indexer;
 
-  constructor(handlerType: string, config: string) {
+  constructor(private readonly handlerType: string, config: string) {
     this.index = indexerFor(handlerType, config);
+  }
+
+  /** $by_event_type also records each checkpoint in `$et` (readers of the $et- streams resume from it). */
+  checkpointEvents(tag: Record<string, unknown>): EmittedEvent[] {
+    if (this.handlerType !== 'native:by_event_type') return [];
+    return [{ streamId: '$et', eventType: '$Checkpoint', data: JSON.stringify(tag), isJson: true, metadata: {} }];
   }
 
   /** Native projections see every record, system streams and links included, unresolved. */
