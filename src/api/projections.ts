@@ -6,7 +6,7 @@ import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../p
 import { ApiError, badRequest } from './errors.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
-import { readEvents } from '../projections/read-events.js';
+import { parseReadEventsRequest, readEvents } from '../projections/read-events.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
 // Answers are JSON; errors are text with the reason, as the established servers answer them.
@@ -202,11 +202,12 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
     } catch {
       throw badRequest('The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
     }
-    const query = (body as { query?: { allStreams?: boolean; streams?: unknown; categories?: unknown } } | null)?.query;
-    if (query?.allStreams) requireAccess(ctx, req, 'r', '$all');
-    for (const s of Array.isArray(query?.streams) ? query.streams : []) if (typeof s === 'string') requireAccess(ctx, req, 'r', s);
-    for (const c of Array.isArray(query?.categories) ? query.categories : []) if (typeof c === 'string') requireAccess(ctx, req, 'r', `$ce-${c}`);
-    return json(reply, 200, readEvents(ctx.store, body));
+    const request = parseReadEventsRequest(body);
+    const { definition } = request;
+    if (definition.allStreams) requireAccess(ctx, req, 'r', '$all');
+    for (const stream of definition.streams) requireAccess(ctx, req, 'r', stream);
+    for (const category of definition.categories) requireAccess(ctx, req, 'r', `$ce-${category}`);
+    return json(reply, 200, readEvents(ctx.store, request));
   });
 
   app.get('/projection/:name', async (req, reply) => {

@@ -27,6 +27,7 @@ export function parseQueryDefinition(query: unknown): SourceDefinition {
   const q = query as Record<string, unknown>;
   const options = (field(q, 'options') ?? {}) as Record<string, unknown>;
   const events = strings(field(q, 'events'), 'events');
+  if (field(q, 'allEvents') === true && events.length > 0) throw new ProjectionError('BadRequest', 'Both AllEvents and specific event filters cannot be set');
   const allEvents = field(q, 'allEvents') === true || events.length === 0;
   return {
     allEvents, allStreams: field(q, 'allStreams') === true, streams: strings(field(q, 'streams'), 'streams'),
@@ -73,12 +74,22 @@ export interface ReadEventsResult {
   events: Record<string, unknown>[];
 }
 
-export function readEvents(store: Store, body: unknown): ReadEventsResult {
+export interface ReadEventsRequest {
+  definition: SourceDefinition;
+  doc: Record<string, unknown>;
+}
+
+/** Parses and checks the request; the caller checks read access to the streams the definition names. */
+export function parseReadEventsRequest(body: unknown): ReadEventsRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ProjectionError('BadRequest', 'The body must be {"query": {...}, "position": {...}, "maxEvents": n}.');
   const doc = body as Record<string, unknown>;
-  const def = parseQueryDefinition(field(doc, 'query'));
-  const problem = definitionProblem(def);
+  const definition = parseQueryDefinition(field(doc, 'query'));
+  const problem = definitionProblem(definition);
   if (problem) throw new ProjectionError('BadRequest', problem);
+  return { definition, doc };
+}
+
+export function readEvents(store: Store, { definition: def, doc }: ReadEventsRequest): ReadEventsResult {
   const max = field(doc, 'maxEvents') ?? DEFAULT_MAX_EVENTS;
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_EVENTS) {
     throw new ProjectionError('BadRequest', `maxEvents must be an integer from 1 to ${MAX_EVENTS}.`);
@@ -98,10 +109,11 @@ export function readEvents(store: Store, body: unknown): ReadEventsResult {
       const { event, link } = selected;
       const seen = start.streams[record.streamId];
       if (seen !== undefined && record.eventNumber <= seen) continue;
-      const out: Record<string, unknown> = {
-        eventStreamId: event.streamId, eventNumber: event.eventNumber, eventType: event.eventType,
-        data: payload(event.data, event.dataIsJson),
-      };
+      // Null and default-valued members are omitted, as the established servers write this answer.
+      const out: Record<string, unknown> = { eventStreamId: event.streamId };
+      if (event.eventNumber !== 0) out.eventNumber = event.eventNumber;
+      out.eventType = event.eventType;
+      out.data = payload(event.data, event.dataIsJson);
       if (event.metadata.length > 0) out.metadata = payload(event.metadata, true);
       if (link && link.metadata.length > 0) out.linkMetadata = payload(link.metadata, true);
       if (event.isJson) out.isJson = true;

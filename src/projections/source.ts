@@ -20,6 +20,8 @@ export function selectEvent(def: SourceDefinition, filter: EventFilter, store: S
     const categoryStream = def.categories.length > 0 ? def.categories.find((c) => record.streamId === `$ce-${c}`) : undefined;
     if (categoryStream !== undefined) category = categoryStream;
     else if (!def.streams.includes(record.streamId)) return undefined;
+    // Stream sources read what a stream read shows: truncated, expired and deleted events are not read.
+    if (!store.isVisible(record)) return undefined;
     if (record.eventType === LINK_EVENT_TYPE) {
       const resolved = store.resolveLink(record);
       if (!resolved.event) return undefined;

@@ -122,6 +122,11 @@ export class Store {
     return this.reader.readAllBackward(position, count);
   }
 
+  /** Whether a stream read would show this record (its stream's $tb, $maxCount, $maxAge, deletion). */
+  isVisible(record: import('./record.js').EventRecord): boolean {
+    return this.reader.isVisible(record);
+  }
+
   resolveLink(record: import('./record.js').EventRecord) {
     return this.reader.resolveLink(record);
   }

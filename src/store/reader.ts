@@ -161,6 +161,15 @@ export class Reader {
     return { status: 'ok', info, metadata };
   }
 
+  /** Whether a stream read would show this record ($tb, $maxCount, $maxAge, deletion). */
+  isVisible(record: EventRecord): boolean {
+    const info = this.streams.get(record.streamId);
+    if (!info || info.tombstoned) return false;
+    const metadata = this.metadataOf(record.streamId);
+    if (isSoftDeleted(metadata) || record.eventNumber < this.firstVisible(info, metadata)) return false;
+    return metadata.maxAge === undefined || record.created >= nowMicros() - metadata.maxAge * 1_000_000;
+  }
+
   private firstVisible(info: StreamInfo, metadata: StreamMetadata): number {
     let first = metadata.truncateBefore ?? 0;
     if (metadata.maxCount !== undefined) first = Math.max(first, info.lastEventNumber - metadata.maxCount + 1);
