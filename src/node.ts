@@ -49,7 +49,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const log = options.log ?? createLogger(config.logLevel);
   let current: LoadedConfig = { config, sources: options.sources ?? defaultSources() };
   let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
-  const store = await Store.open({ dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, log: childLogger(log, 'store') });
+  const store = await Store.open({
+    dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize, log: childLogger(log, 'store'),
+  });
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,

@@ -10,9 +10,10 @@ import {
 const dirs: string[] = [];
 const stores: Store[] = [];
 
-async function openStore(dir = mkdtempSync(join(tmpdir(), 'svc-store-')), chunkSize = 256 * 1024 * 1024): Promise<Store> {
+async function openStore(dir = mkdtempSync(join(tmpdir(), 'svc-store-')), chunkSize = 256 * 1024 * 1024,
+  logCacheBytes?: number): Promise<Store> {
   dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize, log: pino({ level: 'silent' }) });
+  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes, log: pino({ level: 'silent' }) });
   stores.push(store);
   return store;
 }
@@ -139,5 +140,35 @@ describe('store', () => {
     expect(results.map((r) => [r.firstEventNumber, r.lastEventNumber])).toEqual([[0, 1], [1, 1]]);
     const all = store.readAllForward(0, 100).records.map((r) => r.streamId);
     expect(all).toEqual(['tx-b', 'tx-a', 'tx-a', 'tx-b']);
+  });
+
+  it('reads the same whether records come from the in-memory log tail or from RocksDB', async () => {
+    const cached = await openStore(undefined, 256 * 1024 * 1024, 4000); // only the newest ~20 records stay in memory
+    const uncached = await openStore(undefined, 256 * 1024 * 1024, 0);
+    for (let i = 0; i < 120; i++) {
+      const e = event('T', { i });
+      await cached.append(`c-${i % 4}`, ExpectedVersion.any, [e]);
+      await uncached.append(`c-${i % 4}`, ExpectedVersion.any, [e]);
+    }
+    const view = (s: Store) => {
+      const all: unknown[] = [];
+      for (let position = 0; ;) {
+        const page = s.readAllForward(position, 7);
+        all.push(...page.records.map((r) => [r.position, r.streamId, r.eventNumber, r.data.toString()]));
+        if (page.records.length === 0) break;
+        position = page.nextPosition;
+      }
+      const streams = [0, 1, 2, 3].map((n) => {
+        const page = s.readStreamBackward(`c-${n}`, -1, 50);
+        return page.status === 'ok' ? page.events.map((e) => e.event!.data.toString()) : page.status;
+      });
+      const single = s.readEvent('c-1', 3);
+      return { all, streams, single: single.status === 'ok' ? single.event.event!.data.toString() : single.status };
+    };
+    const expected = view(uncached);
+    expect(expected.all).toHaveLength(120);
+    expect(view(cached)).toEqual(expected);
+    expect(cached.readCounters.cachedRecord).toBeGreaterThan(0);
+    expect(cached.readCounters.notCachedRecord).toBeGreaterThan(0);
   });
 });

@@ -34,6 +34,10 @@ export const OPTIONS = {
     kind: 'size', group: 'Database', default: 256 * 1024 * 1024, min: 4096, max: 2 ** 40,
     help: 'Size in bytes of a chunk: the range of log positions the scavenger weighs and rewrites as a unit.',
   },
+  logCacheSize: {
+    kind: 'size', group: 'Database', default: 256 * 1024 * 1024, min: 0, max: 2 ** 40,
+    help: 'Bytes of the most recent log records kept in memory, so that reads of recent data (projections, feeds) skip RocksDB (0: none).',
+  },
   httpIp: {
     kind: 'string', group: 'Interface', default: '127.0.0.1',
     help: 'IP address the HTTP server listens on.',

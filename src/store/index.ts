@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { Rocks } from './rocks.js';
 import { CommitBus } from './bus.js';
+import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
 import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type StreamWrite } from './writer.js';
 import { loadStreams, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
@@ -17,10 +18,14 @@ export type { StreamInfo } from './stream-state.js';
 export * from './metadata.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 
+export const DEFAULT_LOG_CACHE_BYTES = 256 * 1024 * 1024;
+
 export interface StoreOptions {
   dir: string;
   inMemory: boolean;
   chunkSize: number;
+  /** Bytes of the most recent records kept in memory for reads (0: none). */
+  logCacheBytes?: number;
   log: Logger;
 }
 
@@ -34,10 +39,11 @@ export class Store {
   private readonly writer: Writer;
 
   private constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
-    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number) {
-    this.reader = new Reader(rocks, streams, checkpoint);
+    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number) {
+    const tail = new LogTailCache(logCacheBytes);
+    this.reader = new Reader(rocks, streams, checkpoint, tail);
     this.writer = new Writer({
-      rocks, streams, checkpoint, chunkSize, bus: this.bus,
+      rocks, tail, streams, checkpoint, chunkSize, bus: this.bus,
       metadataOf: (id) => this.reader.metadataOf(id),
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
@@ -47,7 +53,7 @@ export class Store {
     const rocks = await Rocks.open(options.dir, options.inMemory);
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = loadStreams(rocks);
-    return new Store(rocks, streams, checkpoint, options.chunkSize);
+    return new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
   }
 
   get location(): string {

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
 import { nowMicros } from './clock.js';
+import type { LogTailCache } from './log-cache.js';
 import { decodeRecord, type EventRecord } from './record.js';
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
@@ -54,7 +55,7 @@ export class Reader {
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
-    private readonly checkpoint: WriterCheckpoint) {}
+    private readonly checkpoint: WriterCheckpoint, private readonly tail: LogTailCache) {}
 
   streamInfo(streamId: string): StreamInfo | undefined {
     return this.streams.get(streamId);
@@ -128,9 +129,16 @@ export class Reader {
 
   /** Records at or after `position`, in log order. */
   readAllForward(position: number, count: number): AllPage {
-    const { keys, values } = this.rocks.scan({ gte: logKey(position), lt: spaceEnd(SPACE.LOG), limit: count });
-    const records = keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]));
-    this.counters.notCachedRecord += records.length;
+    let records: EventRecord[];
+    const cached = this.tail.forward(position, count);
+    if (cached) {
+      records = cached.records.map((bytes, i) => decodeRecord(cached.positions[i], bytes));
+      this.counters.cachedRecord += records.length;
+    } else {
+      const { keys, values } = this.rocks.scan({ gte: logKey(position), lt: spaceEnd(SPACE.LOG), limit: count });
+      records = keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]));
+      this.counters.notCachedRecord += records.length;
+    }
     const last = records[records.length - 1];
     const nextPosition = last ? last.position + last.size : Math.max(position, 0);
     return { records, nextPosition, isEnd: nextPosition >= this.checkpoint.nextPosition };
@@ -180,6 +188,11 @@ export class Reader {
     const pos = this.rocks.get(indexKey(info.streamNumber, eventNumber));
     if (!pos) return undefined;
     const position = readU64(pos, 0);
+    const cached = this.tail.get(position);
+    if (cached) {
+      this.counters.cachedRecord++;
+      return decodeRecord(position, cached);
+    }
     const bytes = this.rocks.get(logKey(position));
     assert(bytes, `the index entry of event ${eventNumber} points at a missing record (position ${position})`);
     this.counters.notCachedRecord++;
@@ -191,8 +204,14 @@ export class Reader {
       gte: indexKey(info.streamNumber, start), lte: indexKey(info.streamNumber, end), reverse,
     });
     const positions = values.map((v) => readU64(v, 0));
-    const bytes = this.rocks.getMany(positions.map(logKey));
-    this.counters.notCachedRecord += positions.length;
+    const bytes: (Buffer | undefined)[] = positions.map((p) => this.tail.get(p));
+    const missing = positions.filter((_, i) => bytes[i] === undefined);
+    if (missing.length > 0) {
+      const fetched = this.rocks.getMany(missing.map(logKey));
+      for (let i = 0, j = 0; i < bytes.length; i++) if (bytes[i] === undefined) bytes[i] = fetched[j++];
+    }
+    this.counters.cachedRecord += positions.length - missing.length;
+    this.counters.notCachedRecord += missing.length;
     return bytes.map((b, i) => {
       assert(b, `an index entry points at a missing record (position ${positions[i]})`);
       return decodeRecord(positions[i], b);

@@ -15,6 +15,7 @@ import {
 import { newUuid } from './uuid.js';
 import { WriterStats } from './writer-stats.js';
 import { nowMicros } from './clock.js';
+import type { LogTailCache } from './log-cache.js';
 
 // The single writer. Appends and deletes wait in one queue; each flush drains it into ONE
 // RocksDB write batch (log records, index entries, stream infos and the writer checkpoint
@@ -54,6 +55,8 @@ export interface StreamWrite {
 
 export interface WriterDeps {
   rocks: Rocks;
+  /** The in-memory tail of the log, extended with every durable commit. */
+  tail: LogTailCache;
   streams: Map<string, StreamInfo>;
   checkpoint: WriterCheckpoint;
   chunkSize: number;
@@ -72,6 +75,8 @@ const METADATA_EVENT_TYPE = '$metadata';
 class BatchBuilder {
   readonly ops: BatchOp[] = [];
   readonly records: EventRecord[] = [];
+  /** The encoded bytes of each record, for the log tail cache. */
+  readonly recordBytes: Buffer[] = [];
   readonly infos = new Map<string, StreamInfo>();
   readonly newEventIds = new Map<string, number>();
   /** Streams whose metastream this batch writes: their metadata is not known until it commits. */
@@ -129,6 +134,7 @@ class BatchBuilder {
     }
     this.bytes += bytes.length;
     this.recordCount++;
+    this.recordBytes.push(bytes);
     const stored: EventRecord = {
       position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
       isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
@@ -153,6 +159,7 @@ class BatchBuilder {
   rollback(m: ReturnType<BatchBuilder['mark']>): void {
     this.ops.length = m.ops;
     this.records.length = m.records;
+    this.recordBytes.length = m.records;
     this.position = m.position;
     this.nextStreamNumber = m.nextStreamNumber;
     this.recordCount = m.recordCount;
@@ -301,6 +308,7 @@ export class Writer {
   }
 
   private applyCommit(builder: BatchBuilder, next: WriterCheckpoint): void {
+    this.deps.tail.add(builder.records.map((r) => r.position), builder.recordBytes);
     for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
     Object.assign(this.deps.checkpoint, next);
     if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
