@@ -80,14 +80,18 @@ export class JsEngine implements Engine {
    */
   private encode({ event, link, category, deletedPartition }: Selected): string {
     const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
-    const body = event.dataIsJson && !this.rawBody
-      ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`;
-    const metadataRaw = event.metadata.length > 0 ? JSON.stringify(event.metadata.toString('utf8')) : 'null';
-    return `{"eventType":${JSON.stringify(event.eventType)},"streamId":${JSON.stringify(event.streamId)},`
-      + `"sequenceNumber":${event.eventNumber},"eventId":"${formatUuid(event.eventId)}","isJson":${event.isJson},${body},`
-      + `"metadataRaw":${metadataRaw},"linkMetadataRaw":${linkMetadataRaw === null ? 'null' : JSON.stringify(linkMetadataRaw)},`
-      + `"partitionStream":${JSON.stringify(partitionStreamOf(event, linkMetadataRaw))},"category":${category === null ? 'null' : JSON.stringify(category)}`
-      + `${deletedPartition === undefined ? '' : `,"deletedPartition":${JSON.stringify(deletedPartition)}`}}`;
+    const streamId = JSON.stringify(event.streamId);
+    let text = `{"eventType":${JSON.stringify(event.eventType)},"streamId":${streamId},"sequenceNumber":${event.eventNumber},`
+      + `"eventId":"${formatUuid(event.eventId)}","isJson":${event.isJson},`
+      + (event.dataIsJson && !this.rawBody ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`);
+    // Absent members read as null inside: only what is there crosses.
+    if (event.metadata.length > 0) text += `,"metadataRaw":${JSON.stringify(event.metadata.toString('utf8'))}`;
+    if (linkMetadataRaw !== null) text += `,"linkMetadataRaw":${JSON.stringify(linkMetadataRaw)}`;
+    const partitionStream = partitionStreamOf(event, linkMetadataRaw);
+    if (partitionStream !== event.streamId) text += `,"partitionStream":${JSON.stringify(partitionStream)}`;
+    if (category !== null) text += `,"category":${JSON.stringify(category)}`;
+    if (deletedPartition !== undefined) text += `,"deletedPartition":${JSON.stringify(deletedPartition)}`;
+    return `${text}}`;
   }
 }
 

@@ -183,8 +183,9 @@ export const PRELUDE = String.raw`
     if ('body' in e) return e.body;
     return e.bodyRaw ? JSON_parse(e.bodyRaw) : undefined;
   }
+  const NO_VALUE = Object.freeze({ value: null });
   function parsedOrThrowing(raw) {
-    if (!raw) return { value: null };
+    if (!raw) return NO_VALUE;
     try { return { value: JSON_parse(raw) }; } catch (err) { return { error: err }; }
   }
 
@@ -194,17 +195,21 @@ export const PRELUDE = String.raw`
     const env = {
       eventType: e.eventType, streamId: e.streamId, sequenceNumber: e.sequenceNumber, eventId: e.eventId,
       isJson: e.isJson, bodyRaw: e.bodyRaw !== undefined ? e.bodyRaw : ('body' in e ? JSON_stringify(e.body) : null),
-      body: bodyOf(e), data: undefined, metadataRaw: e.metadataRaw, metadata: null,
-      linkMetadataRaw: e.linkMetadataRaw, linkMetadata: null, partition,
+      body: bodyOf(e), data: undefined, metadataRaw: e.metadataRaw === undefined ? null : e.metadataRaw, metadata: null,
+      linkMetadataRaw: e.linkMetadataRaw === undefined ? null : e.linkMetadataRaw, linkMetadata: null, partition,
       category: e.category === undefined ? null : e.category,
     };
     env.data = env.body;
-    const meta = parsedOrThrowing(e.metadataRaw);
-    const link = parsedOrThrowing(e.linkMetadataRaw);
-    if (meta.error) Object.defineProperty(env, 'metadata', { enumerable: true, get() { throw meta.error; } });
-    else env.metadata = meta.value;
-    if (link.error) Object.defineProperty(env, 'linkMetadata', { enumerable: true, get() { throw link.error; } });
-    else env.linkMetadata = link.value;
+    if (e.metadataRaw) {
+      const meta = parsedOrThrowing(e.metadataRaw);
+      if (meta.error) Object.defineProperty(env, 'metadata', { enumerable: true, get() { throw meta.error; } });
+      else env.metadata = meta.value;
+    }
+    if (e.linkMetadataRaw) {
+      const link = parsedOrThrowing(e.linkMetadataRaw);
+      if (link.error) Object.defineProperty(env, 'linkMetadata', { enumerable: true, get() { throw link.error; } });
+      else env.linkMetadata = link.value;
+    }
     return Object.freeze(env);
   }
 
@@ -301,10 +306,11 @@ export const PRELUDE = String.raw`
     return handlers.$any || null;
   }
 
+  let partitionEnvelope = null; // the envelope partitionBy saw, reused when the partition is ''
   function partitionOf(e) {
-    if (config.byStream) return e.partitionStream;
+    if (config.byStream) return e.partitionStream === undefined ? e.streamId : e.partitionStream;
     if (config.byCustomPartitions) {
-      const key = partitionFn(envelope(e, ''));
+      const key = partitionFn(partitionEnvelope = envelope(e, ''));
       if (typeof key === 'string') return key;
       if (typeof key === 'number') return String(key);
       return null;
@@ -327,7 +333,8 @@ export const PRELUDE = String.raw`
     if (!handler && !noHandlers) return false;
     const partition = partitionOf(e);
     if (partition === null) return false;
-    const env = envelope(e, partition);
+    const env = partition === '' && partitionEnvelope !== null ? partitionEnvelope : envelope(e, partition);
+    partitionEnvelope = null;
     if (noHandlers) {
       states.set(partition, env.bodyRaw); // the raw text, kept as it was written
       touched.add(partition);
