@@ -21,8 +21,13 @@ export interface Engine {
   select?(record: EventRecord): Selected | undefined;
   /** Events written with each checkpoint, in the same transaction. */
   checkpointEvents?(tag: Record<string, unknown>): EmittedEvent[];
-  /** Handles one batch; state changes stay inside until collect(). */
-  process(batch: Selected[]): Promise<BatchOutcome>;
+  /**
+   * Turns selected events into what process() takes. Separate so the runner can prepare the
+   * next batch while the engine works on the current one.
+   */
+  encode(batch: Selected[]): unknown;
+  /** Handles one encoded batch; state changes stay inside until collect(). */
+  process(encoded: unknown): Promise<BatchOutcome>;
   /** The partitions changed since the last collection, serialised. */
   collect(): Promise<ChangedPartition[]>;
   /** The live state and result of one partition. */
@@ -58,8 +63,13 @@ export class JsEngine implements Engine {
     return this.sandbox.disposed;
   }
 
-  process(batch: Selected[]): Promise<BatchOutcome> {
-    return this.sandbox.process(`[${batch.map((s) => this.encode(s)).join(',')}]`, false);
+  /** One JSON text for the whole batch. */
+  encode(batch: Selected[]): string {
+    return `[${batch.map((s) => this.encodeEvent(s)).join(',')}]`;
+  }
+
+  process(encoded: unknown): Promise<BatchOutcome> {
+    return this.sandbox.process(encoded as string, false);
   }
 
   collect(): Promise<ChangedPartition[]> {
@@ -78,7 +88,7 @@ export class JsEngine implements Engine {
    * The event as the sandbox reads it, written straight as JSON text. JSON data is spliced in
    * as is (it was validated when written), so it is parsed once, inside the sandbox.
    */
-  private encode({ event, link, category, deletedPartition }: Selected): string {
+  private encodeEvent({ event, link, category, deletedPartition }: Selected): string {
     const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
     const streamId = JSON.stringify(event.streamId);
     let text = `{"eventType":${JSON.stringify(event.eventType)},"streamId":${streamId},"sequenceNumber":${event.eventNumber},`

@@ -23,11 +23,12 @@ export interface RuntimeLimits { memoryLimitMb: number; executionTimeoutMs: numb
 
 interface PartitionValue { state: string | null; result: string | null }
 
-/** One batch for the engine: the selected events and their log positions. */
-interface PreparedBatch { selected: Selected[]; positions: number[]; nextPosition: number; caughtUp: boolean }
+/** One batch for the engine: the selected events, encoded for it, and their log positions. */
+interface PreparedBatch { encoded: unknown; count: number; positions: number[]; nextPosition: number; caughtUp: boolean }
 
 const READ_BATCH = 2000;
 const IDLE_CHECKPOINT_MS = 1000;
+const STATE_CHECKPOINT_MS = 2000;
 
 export class Projection {
   status: ProjectionStatus = 'Stopped';
@@ -166,7 +167,7 @@ export class Projection {
     this.release();
   }
 
-  /** Reads the next page of the log and keeps what the query selects. */
+  /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
   private prepare(position: number): PreparedBatch {
     const page = this.store.readAllForward(position, READ_BATCH);
     const selected: Selected[] = [];
@@ -178,7 +179,8 @@ export class Projection {
         positions.push(record.position);
       }
     }
-    return { selected, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < READ_BATCH };
+    const encoded = selected.length > 0 ? this.engine!.encode(selected) : undefined;
+    return { encoded, count: selected.length, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < READ_BATCH };
   }
 
   private async run(): Promise<void> {
@@ -188,10 +190,10 @@ export class Projection {
     while (!this.stopRequested) {
       const batch: PreparedBatch = next ?? this.prepare(this.position);
       next = undefined;
-      this.bufferedEvents = batch.selected.length;
-      if (batch.selected.length > 0) {
+      this.bufferedEvents = batch.count;
+      if (batch.count > 0) {
         const started = performance.now();
-        const processing = engine.process(batch.selected);
+        const processing = engine.process(batch.encoded);
         // While the sandbox works on this batch, read the next one.
         if (!batch.caughtUp) next = this.prepare(batch.nextPosition);
         const outcome = await processing;
@@ -238,11 +240,14 @@ export class Projection {
   private checkpointDue(caughtUp: boolean): boolean {
     if (!this.checkpoints) return false;
     const since = Date.now() - this.lastCheckpointAt;
-    const pendingWrites = this.pendingEmits.length > 0 || this.pendingResults.size > 0 || this.newPartitions.length > 0;
     const config = this.persisted.config;
     if (since < config.checkpointAfterMs) return false;
-    if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return true;
-    if (pendingWrites) return true;
+    // Emitted events and results become visible only with a checkpoint: write them soon.
+    const visibleWrites = this.pendingEmits.length > 0 || (this.definition!.producesResults && this.touchedSinceCheckpoint);
+    if (visibleWrites) return true;
+    // Only states changed: a crash would just replay them, so checkpoint less often (each one
+    // writes every changed partition's state).
+    if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return since >= STATE_CHECKPOINT_MS;
     return caughtUp && this.touchedSinceCheckpoint && since >= IDLE_CHECKPOINT_MS;
   }
 

@@ -143,7 +143,12 @@ export class NativeEngine implements Engine {
     return { event: record, link: undefined, category: null, deletedPartition: undefined };
   }
 
-  async process(batch: Selected[]): Promise<BatchOutcome> {
+  encode(batch: Selected[]): Selected[] {
+    return batch;
+  }
+
+  async process(encoded: unknown): Promise<BatchOutcome> {
+    const batch = encoded as Selected[];
     const emitted: EmittedEvent[] = [];
     for (const { event } of batch) {
       const out = this.index(event);
