@@ -1,4 +1,5 @@
-import { formatUuid, isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
+import { isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
+import { JsonBatchWriter } from './batch-writer.js';
 import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
 import { definitionProblem, needsRawBody, type SourceDefinition } from './definition.js';
 
@@ -39,6 +40,8 @@ export interface EngineLimits { memoryLimitMb: number; timeoutMs: number }
 
 /** User JavaScript in an isolated-vm sandbox; events cross as one JSON text per batch. */
 export class JsEngine implements Engine {
+  private readonly writer = new JsonBatchWriter();
+
   private constructor(private readonly sandbox: Sandbox, private readonly rawBody: boolean) {}
 
   static async create(query: string, limits: EngineLimits, emitEnabled: boolean,
@@ -65,7 +68,14 @@ export class JsEngine implements Engine {
 
   /** One JSON text for the whole batch. */
   encode(batch: Selected[]): string {
-    return `[${batch.map((s) => this.encodeEvent(s)).join(',')}]`;
+    const w = this.writer;
+    w.reset();
+    w.ascii('[');
+    for (let i = 0; i < batch.length; i++) {
+      if (i > 0) w.ascii(',');
+      this.encodeEvent(w, batch[i]);
+    }
+    return w.ascii(']').text();
   }
 
   process(encoded: unknown): Promise<BatchOutcome> {
@@ -85,23 +95,24 @@ export class JsEngine implements Engine {
   }
 
   /**
-   * The event as the sandbox reads it, written straight as JSON text. JSON data is spliced in
-   * as is (it was validated when written), so it is parsed once, inside the sandbox.
+   * The event as the sandbox reads it, written straight as JSON text. JSON data is copied in
+   * as stored (it was validated when written), so it is parsed once, inside the sandbox.
+   * Absent members read as null inside: only what is there crosses.
    */
-  private encodeEvent({ event, link, category, deletedPartition }: Selected): string {
+  private encodeEvent(w: JsonBatchWriter, { event, link, category, deletedPartition }: Selected): void {
+    w.ascii('{"eventType":').string(event.eventType).ascii(',"streamId":').string(event.streamId)
+      .ascii(`,"sequenceNumber":${event.eventNumber},"eventId":`).guid(event.eventId)
+      .ascii(event.isJson ? ',"isJson":true,' : ',"isJson":false,');
+    if (event.dataIsJson && !this.rawBody) w.ascii('"body":').raw(event.data);
+    else w.ascii('"bodyRaw":').textOf(event.data);
+    if (event.metadata.length > 0) w.ascii(',"metadataRaw":').textOf(event.metadata);
     const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
-    const streamId = JSON.stringify(event.streamId);
-    let text = `{"eventType":${JSON.stringify(event.eventType)},"streamId":${streamId},"sequenceNumber":${event.eventNumber},`
-      + `"eventId":"${formatUuid(event.eventId)}","isJson":${event.isJson},`
-      + (event.dataIsJson && !this.rawBody ? `"body":${event.data.toString('utf8')}` : `"bodyRaw":${JSON.stringify(event.data.toString('utf8'))}`);
-    // Absent members read as null inside: only what is there crosses.
-    if (event.metadata.length > 0) text += `,"metadataRaw":${JSON.stringify(event.metadata.toString('utf8'))}`;
-    if (linkMetadataRaw !== null) text += `,"linkMetadataRaw":${JSON.stringify(linkMetadataRaw)}`;
+    if (linkMetadataRaw !== null) w.ascii(',"linkMetadataRaw":').textOf(link!.metadata);
     const partitionStream = partitionStreamOf(event, linkMetadataRaw);
-    if (partitionStream !== event.streamId) text += `,"partitionStream":${JSON.stringify(partitionStream)}`;
-    if (category !== null) text += `,"category":${JSON.stringify(category)}`;
-    if (deletedPartition !== undefined) text += `,"deletedPartition":${JSON.stringify(deletedPartition)}`;
-    return `${text}}`;
+    if (partitionStream !== event.streamId) w.ascii(',"partitionStream":').string(partitionStream);
+    if (category !== null) w.ascii(',"category":').string(category);
+    if (deletedPartition !== undefined) w.ascii(',"deletedPartition":').string(deletedPartition);
+    w.ascii('}');
   }
 }
 
