@@ -34,7 +34,8 @@ async function benchNode(scenarios: Scenario[], config: BenchConfig): Promise<{ 
   const nodeArgs = config.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', config.cpuProfDir] : [];
   log(`node: data in ${dir}${config.cpuProfDir ? `, CPU profile to ${config.cpuProfDir}` : ''}`);
   try {
-    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn'], nodeArgs);
+    // The streams API alone: the system projections' indexing is measured by the projection bench.
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'], nodeArgs);
     try {
       let page: string | undefined;
       if (scenarios.some((s) => s.id === 'c')) {

@@ -20,6 +20,8 @@ export interface Engine {
   readonly disposed: boolean;
   /** Engines that read the log their own way (the system projections) choose their records here. */
   select?(record: EventRecord): Selected | undefined;
+  /** Records read per batch, when the engine wants other than the default. */
+  readonly readBatchSize?: number;
   /** Events written with each checkpoint, in the same transaction. */
   checkpointEvents?(tag: Record<string, unknown>): EmittedEvent[];
   /**

@@ -26,6 +26,7 @@ interface PartitionValue { state: string | null; result: string | null }
 /** One batch for the engine: the selected events, encoded for it, and their log positions. */
 interface PreparedBatch { encoded: unknown; count: number; positions: number[]; nextPosition: number; caughtUp: boolean }
 
+/** Records read per batch: big enough to amortise a sandbox call, small enough to keep the event loop responsive. */
 const READ_BATCH = 2000;
 const IDLE_CHECKPOINT_MS = 1000;
 const STATE_CHECKPOINT_MS = 2000;
@@ -169,7 +170,8 @@ export class Projection {
 
   /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
   private prepare(position: number): PreparedBatch {
-    const page = this.store.readAllForward(position, READ_BATCH);
+    const size = this.engine?.readBatchSize ?? READ_BATCH;
+    const page = this.store.readAllForward(position, size);
     const selected: Selected[] = [];
     const positions: number[] = [];
     for (const record of page.records) {
@@ -180,7 +182,7 @@ export class Projection {
       }
     }
     const encoded = selected.length > 0 ? this.engine!.encode(selected) : undefined;
-    return { encoded, count: selected.length, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < READ_BATCH };
+    return { encoded, count: selected.length, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < size };
   }
 
   private async run(): Promise<void> {
@@ -220,7 +222,7 @@ export class Projection {
       }
       if (this.checkpointDue(batch.caughtUp)) await this.checkpoint();
       if (batch.caughtUp) await this.waitForCommit();
-      else if (!next) await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
+      else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
     }
   }
 

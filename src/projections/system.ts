@@ -125,6 +125,8 @@ function indexerFor(handlerType: string, config: string): Indexer {
 /** A system projection's engine: it reads every record of the log and emits index links. */
 export class NativeEngine implements Engine {
   readonly definition = NATIVE_DEFINITION;
+  /** Native batches run on the event loop itself: keep each one short. */
+  readonly readBatchSize = 500;
   disposed = false;
   private readonly index: Indexer;
 

@@ -1,70 +1,104 @@
 // The tail of the log, kept in memory as the encoded record bytes of the latest commits. Reads
 // of recent data (projections following or catching up, subscriptions, feeds of hot streams)
 // decode from here instead of going through RocksDB, whose binding costs ~3 µs per row read.
-// Filled only after a commit is durable; bounded in bytes, oldest records dropped first.
+// Filled only after a commit is durable; bounded in bytes, oldest commits dropped first. One
+// buffer per commit (not per record), so the cache adds few objects for the GC to trace.
 
-const PER_RECORD_OVERHEAD = 96; // Buffer object and array slots, roughly
+interface Segment {
+  /** Position of each record, ascending. */
+  positions: Float64Array;
+  /** Byte offset of each record in `bytes`, plus the end. */
+  offsets: Uint32Array;
+  bytes: Buffer;
+}
+
+const SEGMENT_OVERHEAD = 256;
+const EVICTED: Segment = { positions: new Float64Array(0), offsets: new Uint32Array(1), bytes: Buffer.alloc(0) };
 
 export class LogTailCache {
-  private positions: number[] = [];
-  private records: Buffer[] = [];
-  private first = 0; // index of the oldest live entry
-  private bytes = 0;
+  private segments: Segment[] = [];
+  private first = 0; // index of the oldest live segment
+  private size = 0;
 
   constructor(private readonly capacityBytes: number) {}
 
-  /** Adds committed records (ascending positions, all after what is cached). */
+  /** Adds one commit's records (ascending positions, all after what is cached). */
   add(positions: readonly number[], records: readonly Buffer[]): void {
-    if (this.capacityBytes <= 0) return;
-    for (let i = 0; i < positions.length; i++) {
-      this.positions.push(positions[i]);
-      this.records.push(records[i]);
-      this.bytes += records[i].length + PER_RECORD_OVERHEAD;
+    if (this.capacityBytes <= 0 || positions.length === 0) return;
+    const offsets = new Uint32Array(records.length + 1);
+    let total = 0;
+    for (let i = 0; i < records.length; i++) {
+      offsets[i] = total;
+      total += records[i].length;
     }
-    while (this.bytes > this.capacityBytes && this.first < this.positions.length) {
-      this.bytes -= this.records[this.first].length + PER_RECORD_OVERHEAD;
-      this.records[this.first] = EMPTY;
+    offsets[records.length] = total;
+    const segment: Segment = { positions: Float64Array.from(positions), offsets, bytes: Buffer.concat(records as Buffer[], total) };
+    this.segments.push(segment);
+    this.size += total + positions.length * 12 + SEGMENT_OVERHEAD;
+    while (this.size > this.capacityBytes && this.first < this.segments.length - 1) {
+      const old = this.segments[this.first];
+      this.size -= old.bytes.length + old.positions.length * 12 + SEGMENT_OVERHEAD;
+      this.segments[this.first] = EVICTED; // let the GC have it now
       this.first++;
     }
-    if (this.first > 1024 && this.first * 2 > this.positions.length) {
-      this.positions = this.positions.slice(this.first);
-      this.records = this.records.slice(this.first);
+    if (this.first > 1024 && this.first * 2 > this.segments.length) {
+      this.segments = this.segments.slice(this.first);
       this.first = 0;
     }
   }
 
   /** The oldest cached position, or undefined when nothing is cached. */
   get start(): number | undefined {
-    return this.first < this.positions.length ? this.positions[this.first] : undefined;
+    return this.first < this.segments.length ? this.segments[this.first].positions[0] : undefined;
   }
 
-  /** Index of the first cached record at or after `position`, or -1 when `position` is before the cache. */
-  private indexFrom(position: number): number {
+  /** [segment index, record index] of the first cached record at or after `position`; undefined when before the cache. */
+  private locate(position: number): [number, number] | undefined {
     const start = this.start;
-    if (start === undefined || position < start) return -1;
+    if (start === undefined || position < start) return undefined;
     let lo = this.first;
-    let hi = this.positions.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.positions[mid] < position) lo = mid + 1;
-      else hi = mid;
+    let hi = this.segments.length - 1;
+    while (lo < hi) { // the last segment whose first position is <= position
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.segments[mid].positions[0] <= position) lo = mid;
+      else hi = mid - 1;
     }
-    return lo;
+    const positions = this.segments[lo].positions;
+    let a = 0;
+    let b = positions.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      if (positions[mid] < position) a = mid + 1;
+      else b = mid;
+    }
+    return a < positions.length ? [lo, a] : [lo + 1, 0];
+  }
+
+  private record(segment: Segment, i: number): Buffer {
+    return segment.bytes.subarray(segment.offsets[i], segment.offsets[i + 1]);
   }
 
   /** Up to `count` records from `position` on, or undefined when `position` is older than the cache. */
   forward(position: number, count: number): { positions: number[]; records: Buffer[] } | undefined {
-    const i = this.indexFrom(position);
-    if (i < 0) return undefined;
-    const end = Math.min(i + count, this.positions.length);
-    return { positions: this.positions.slice(i, end), records: this.records.slice(i, end) };
+    const at = this.locate(position);
+    if (!at) return undefined;
+    const positions: number[] = [];
+    const records: Buffer[] = [];
+    for (let s = at[0], i = at[1]; s < this.segments.length && positions.length < count; s++, i = 0) {
+      const segment = this.segments[s];
+      for (; i < segment.positions.length && positions.length < count; i++) {
+        positions.push(segment.positions[i]);
+        records.push(this.record(segment, i));
+      }
+    }
+    return { positions, records };
   }
 
   /** The record at exactly `position`, if cached. */
   get(position: number): Buffer | undefined {
-    const i = this.indexFrom(position);
-    return i >= 0 && i < this.positions.length && this.positions[i] === position ? this.records[i] : undefined;
+    const at = this.locate(position);
+    if (!at || at[0] >= this.segments.length) return undefined;
+    const segment = this.segments[at[0]];
+    return segment.positions[at[1]] === position ? this.record(segment, at[1]) : undefined;
   }
 }
-
-const EMPTY = Buffer.alloc(0);

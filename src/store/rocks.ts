@@ -21,9 +21,9 @@ export class Rocks {
     const location = inMemory ? ephemeralLocation() : resolve(dir);
     mkdirSync(location, { recursive: true });
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    // Bloom filters make the writer's point lookups (event ids of retries, index entries) cheap
-    // when the key is absent, which is the common case.
-    await db.open({ createIfMissing: true, infoLogLevel: 'error', cacheSize: 256 * 1024 * 1024, filterPolicy: 'bloomfilter:10:false' });
+    // No bloom filters: measured, building them cost more append throughput (bench (b): 53k vs
+    // 39-44k events/s, p99 0.7 s vs 1.3-1.5 s) than they saved on point lookups.
+    await db.open({ createIfMissing: true, infoLogLevel: 'error', cacheSize: 256 * 1024 * 1024 });
     return new Rocks(db, location, inMemory);
   }
 
