@@ -92,11 +92,3 @@ export function requestMediaType(req: FastifyRequest): string | undefined {
   }
   return type.trim().toLowerCase();
 }
-
-export function isJsonish(mediaType: string): boolean {
-  return mediaType === MEDIA.json || mediaType.endsWith('+json');
-}
-
-export function isXmlish(mediaType: string): boolean {
-  return mediaType.endsWith('xml');
-}

@@ -137,11 +137,6 @@ export class Sandbox {
     return this.isolate.isDisposed;
   }
 
-  /** Heap in use by the isolate, in bytes. */
-  heapUsed(): number {
-    return this.isolate.isDisposed ? 0 : this.isolate.getHeapStatisticsSync().used_heap_size;
-  }
-
   dispose(): void {
     if (!this.isolate.isDisposed) this.isolate.dispose();
   }

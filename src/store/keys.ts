@@ -39,10 +39,6 @@ export function indexKey(streamNumber: number, eventNumber: number): Buffer {
   return key;
 }
 
-export function eventNumberOfIndexKey(key: Buffer): number {
-  return readU64(key, 9);
-}
-
 export function streamKey(name: string): Buffer {
   const nameBytes = Buffer.from(name, 'utf8');
   const key = Buffer.allocUnsafe(1 + nameBytes.length);

@@ -62,14 +62,6 @@ export class Rocks {
     void batch.close();
   }
 
-  property(name: string): string | undefined {
-    try {
-      return this.db.getProperty(name);
-    } catch {
-      return undefined;
-    }
-  }
-
   async close(): Promise<void> {
     await this.db.close();
     if (this.ephemeral) rmSync(this.location, { recursive: true, force: true });

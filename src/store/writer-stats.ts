@@ -12,7 +12,6 @@ export class WriterStats {
   private peakWindowStart = 0;
   lengthCurrentTryPeak = 0;
   currentLength = 0;
-  lastWaitMs = 0;
   /** Time spent flushing (planning and the durable write), for idle/busy figures. */
   busyMs = 0;
   /** When the flush in progress started, or undefined when idle. */
@@ -35,7 +34,7 @@ export class WriterStats {
     this.flushStartedAt = performance.now();
   }
 
-  flushed(size: number, delayMs: number, oldestEnqueued: number, remaining: number): void {
+  flushed(size: number, delayMs: number, remaining: number): void {
     const now = performance.now();
     if (this.flushStartedAt !== undefined) this.busyMs += now - this.flushStartedAt;
     this.flushStartedAt = undefined;
@@ -49,7 +48,6 @@ export class WriterStats {
     this.totalFlushDelayMs += delayMs;
     this.totalItemsProcessed += size;
     this.currentLength = remaining;
-    this.lastWaitMs = performance.now() - oldestEnqueued;
   }
 
   get meanFlushSize(): number {

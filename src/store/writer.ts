@@ -40,11 +40,11 @@ export interface DeleteResult { position: number }
 
 type Pending =
   | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[];
-      resolve: (r: AppendResult) => void; reject: (e: Error) => void; enqueued: number }
+      resolve: (r: AppendResult) => void; reject: (e: Error) => void}
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
-      resolve: (r: DeleteResult) => void; reject: (e: Error) => void; enqueued: number }
+      resolve: (r: DeleteResult) => void; reject: (e: Error) => void}
   | { kind: 'transaction'; streamId: string; writes: StreamWrite[];
-      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void; enqueued: number };
+      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void};
 
 /** One stream's part of a multi-stream transaction. */
 export interface StreamWrite {
@@ -189,7 +189,7 @@ export class Writer {
   append(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
     assert(events.length > 0, 'an append carries at least one event');
     return new Promise((resolve, reject) => {
-      this.enqueue({ kind: 'append', streamId, expected, events, resolve, reject, enqueued: performance.now() });
+      this.enqueue({ kind: 'append', streamId, expected, events, resolve, reject });
     });
   }
 
@@ -197,13 +197,13 @@ export class Writer {
   transact(writes: StreamWrite[]): Promise<AppendResult[]> {
     assert(writes.length > 0 && writes.every((w) => w.events.length > 0), 'a transaction writes at least one event to each stream');
     return new Promise((resolve, reject) => {
-      this.enqueue({ kind: 'transaction', streamId: writes[0].streamId, writes, resolve, reject, enqueued: performance.now() });
+      this.enqueue({ kind: 'transaction', streamId: writes[0].streamId, writes, resolve, reject });
     });
   }
 
   delete(streamId: string, expected: ExpectedVersion, hard: boolean): Promise<DeleteResult> {
     return new Promise((resolve, reject) => {
-      this.enqueue({ kind: 'delete', streamId, expected, hard, resolve, reject, enqueued: performance.now() });
+      this.enqueue({ kind: 'delete', streamId, expected, hard, resolve, reject });
     });
   }
 
@@ -265,7 +265,7 @@ export class Writer {
     }
 
     if (builder.records.length === 0) {
-      this.stats.flushed(taken.length, 0, taken[0]?.enqueued ?? performance.now(), this.queue.length);
+      this.stats.flushed(taken.length, 0, this.queue.length);
       for (const outcome of outcomes) outcome();
       this.afterFlush();
       return;
@@ -275,14 +275,14 @@ export class Writer {
     try {
       this.deps.rocks.writeDurable(builder.ops);
     } catch (err) {
-      this.stats.flushed(0, performance.now() - started, taken[0].enqueued, this.queue.length);
+      this.stats.flushed(0, performance.now() - started, this.queue.length);
       for (const op of taken) op.reject(err as Error);
       this.afterFlush();
       return;
     }
     // Durable: now make it visible, acknowledge, and tell the followers.
     this.applyCommit(builder, next);
-    this.stats.flushed(taken.length, performance.now() - started, taken[0].enqueued, this.queue.length);
+    this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     for (const outcome of outcomes) outcome();
     this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
     this.afterFlush();
