@@ -40,11 +40,11 @@ export interface DeleteResult { position: number }
 
 type Pending =
   | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[];
-      resolve: (r: AppendResult) => void; reject: (e: Error) => void}
+      resolve: (r: AppendResult) => void; reject: (e: Error) => void }
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
-      resolve: (r: DeleteResult) => void; reject: (e: Error) => void}
+      resolve: (r: DeleteResult) => void; reject: (e: Error) => void }
   | { kind: 'transaction'; streamId: string; writes: StreamWrite[];
-      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void};
+      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void };
 
 /** One stream's part of a multi-stream transaction. */
 export interface StreamWrite {
