@@ -319,7 +319,7 @@ export class Projection {
       this.claim(writes, e.streamId);
       writes.add(e.streamId, {
         eventId: newUuid(), eventType: e.eventType, isJson: e.isJson, data: Buffer.from(e.data, 'utf8'),
-        metadata: Buffer.from(JSON.stringify({ ...e.metadata, ...tagMeta }), 'utf8'),
+        metadata: Buffer.from(JSON.stringify({ ...e.metadata, ...tagMeta }), 'utf8'), idempotent: false,
       });
       if (this.persisted.config.trackEmittedStreams && !this.trackedStreams.has(e.streamId)) {
         this.trackedStreams.add(e.streamId);
@@ -492,7 +492,7 @@ class WriteSet {
 function event(eventType: string, data: string, isJson: boolean, metadata: Record<string, unknown>): ProposedEvent {
   return {
     eventId: newUuid(), eventType, isJson, data: Buffer.from(data, 'utf8'),
-    metadata: Buffer.from(JSON.stringify(metadata), 'utf8'),
+    metadata: Buffer.from(JSON.stringify(metadata), 'utf8'), idempotent: false,
   };
 }
 

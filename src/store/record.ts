@@ -36,6 +36,11 @@ export interface RecordPayload {
   isJson: boolean;
   /** Whether the data is valid JSON; defaults to isJson (an event flagged JSON for its metadata sets false). */
   dataIsJson?: boolean;
+  /**
+   * False for writers that never retry with the same id (projections: their checkpoint
+   * transaction is atomic): the event id is then not indexed, one key less per event.
+   */
+  idempotent?: boolean;
   data: Buffer;
   metadata: Buffer;
 }

@@ -128,9 +128,11 @@ class BatchBuilder {
     if (!tombstone) {
       assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
       this.ops.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
-      const idKey = eventIdKey(info.streamNumber, e.eventId);
-      this.ops.push([idKey, u64Value(eventNumber)]);
-      this.newEventIds.set(idKey.toString('latin1'), eventNumber);
+      if (e.idempotent !== false) {
+        const idKey = eventIdKey(info.streamNumber, e.eventId);
+        this.ops.push([idKey, u64Value(eventNumber)]);
+        this.newEventIds.set(idKey.toString('latin1'), eventNumber);
+      }
     }
     this.bytes += bytes.length;
     this.recordCount++;
