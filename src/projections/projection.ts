@@ -256,7 +256,10 @@ export class Projection {
   private async waitForCommit(): Promise<void> {
     if (this.store.headPosition > this.position) return; // written meanwhile (our own checkpoint, too)
     this.wake = new AbortController();
-    const timeout = this.touchedSinceCheckpoint ? IDLE_CHECKPOINT_MS : 60_000;
+    // Pending emitted events wake the loop when their checkpoint is due, even if nothing is written.
+    const dueIn = this.persisted.config.checkpointAfterMs - (Date.now() - this.lastCheckpointAt);
+    const timeout = this.pendingEmits.length > 0 ? Math.max(1, dueIn)
+      : this.touchedSinceCheckpoint ? IDLE_CHECKPOINT_MS : 60_000;
     await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
   }
 
