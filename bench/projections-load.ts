@@ -1,0 +1,102 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { NODE_MAIN, startServer } from './processes.js';
+
+// Projections under load (issue 5): 20 continuous projections plus the system projections
+// while writers append at a steady rate over HTTP. Reports the append rate reached, append
+// latency, GET /projections/any latency (target ≤ 50 ms), and how long the slowest projection
+// takes to catch up once the writers stop.
+
+const RATE = Number(process.env.BENCH_LOAD_RATE ?? 1000);
+const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 15);
+const AUTH = { Authorization: `Basic ${Buffer.from('admin:changeit').toString('base64')}` };
+const QUERIES = [
+  `fromAll().when({ $init: () => ({ n: 0 }), $any: (s) => { s.n++; } })`,
+  `fromCategory('order').foreachStream().when({ $init: () => ({ n: 0 }), Placed: (s, e) => { s.n += e.body.v; } })`,
+  `fromAll().partitionBy(e => e.body && e.body.region).when({ $init: () => ({ n: 0 }), Placed: (s) => { s.n++; } })`,
+  `fromAll().when({ Placed: (s, e) => { if (e.body.v % 10 === 0) emit('big-' + e.body.region, 'Big', { v: e.body.v }); } })`,
+];
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? '/tmp', 'svc-bench-load-'));
+  const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn']);
+  try {
+    const url = server.url;
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${url}/projections/continuous?name=load-${i}&emit=yes`, { method: 'POST', headers: AUTH, body: QUERIES[i % QUERIES.length] });
+      if (res.status !== 201) throw new Error(`creating load-${i}: ${res.status} ${await res.text()}`);
+    }
+    const appendLatency: number[] = [];
+    const listLatency: number[] = [];
+    let failures = 0;
+    const end = Date.now() + SECONDS * 1000;
+    const started = performance.now();
+    let sent = 0;
+    const writers = (async () => {
+      const inFlight = new Set<Promise<void>>();
+      while (Date.now() < end) {
+        const due = started + (sent * 1000) / RATE;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        const i = sent++;
+        const t = performance.now();
+        const p = fetch(`${url}/streams/order-${i % 200}`, {
+          method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/vnd.eventstore.events+json' },
+          body: JSON.stringify([{ eventId: randomUUID(), eventType: 'Placed', data: { v: i, region: `r${i % 5}` } }]),
+        }).then(async (res) => {
+          await res.arrayBuffer();
+          if (res.status === 201) appendLatency.push(performance.now() - t);
+          else failures++;
+        }, () => { failures++; }).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        if (inFlight.size > 256) await Promise.race(inFlight);
+      }
+      await Promise.all(inFlight);
+    })();
+    const poller = (async () => {
+      while (Date.now() < end) {
+        const t = performance.now();
+        const res = await fetch(`${url}/projections/any`, { headers: AUTH });
+        await res.arrayBuffer();
+        if (res.status === 200) listLatency.push(performance.now() - t);
+        else failures++;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    await Promise.all([writers, poller]);
+    const writeSeconds = (performance.now() - started) / 1000;
+    const stopped = performance.now();
+    let caughtUp = false;
+    while (!caughtUp && performance.now() - stopped < 120_000) {
+      const res = await fetch(`${url}/projections/any`, { headers: AUTH });
+      const { projections } = await res.json() as { projections: { status: string; progress: number }[] };
+      if (projections.some((p) => p.status.startsWith('Faulted'))) throw new Error('a projection faulted under load');
+      caughtUp = projections.every((p) => p.progress >= 100);
+      if (!caughtUp) await new Promise((r) => setTimeout(r, 50));
+    }
+    const catchUpMs = performance.now() - stopped;
+    const p99List = percentile(listLatency, 99);
+    log(`\nProjections under load: 20 continuous + the system projections, ${RATE} appends/s offered for ${SECONDS} s`);
+    log('| measure | value | target | result |\n| --- | --- | --- | --- |');
+    log(`| appends acknowledged | ${Math.round(appendLatency.length / writeSeconds)}/s (failures ${failures}) | ${RATE}/s | ${appendLatency.length / writeSeconds >= RATE * 0.95 && failures === 0 ? 'PASS' : 'MISS'} |`);
+    log(`| append latency | p50 ${percentile(appendLatency, 50).toFixed(1)} ms, p99 ${percentile(appendLatency, 99).toFixed(1)} ms | reported | |`);
+    log(`| GET /projections/any | p50 ${percentile(listLatency, 50).toFixed(1)} ms, p99 ${p99List.toFixed(1)} ms | ≤ 50 ms | ${p99List <= 50 ? 'PASS' : 'MISS'} |`);
+    log(`| all projections caught up after the writers stopped | ${caughtUp ? `${Math.round(catchUpMs)} ms` : 'NOT within 120 s'} | no stall | ${caughtUp ? 'PASS' : 'MISS'} |`);
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`load bench failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});
