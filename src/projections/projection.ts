@@ -461,34 +461,45 @@ function handlerFailure(name: string, position: number | undefined, message: str
 
 /** Groups a checkpoint's events by stream, in order, and numbers them as they will be written. */
 class WriteSet {
-  private readonly streams = new Map<string, ProposedEvent[]>();
-  count = 0;
+  /** Events per stream (for numbering), and every event in the order it was added. */
+  private readonly perStream = new Map<string, number>();
+  private readonly ordered: { streamId: string; event: ProposedEvent }[] = [];
 
   constructor(private readonly store: Store) {}
 
+  get count(): number {
+    return this.ordered.length;
+  }
+
   /** Adds an event; returns the event number it will get (for links to it). */
   add(streamId: string, e: ProposedEvent): number {
-    let list = this.streams.get(streamId);
-    if (!list) {
-      list = [];
-      this.streams.set(streamId, list);
-    }
-    list.push(e);
-    this.count++;
+    const n = (this.perStream.get(streamId) ?? 0) + 1;
+    this.perStream.set(streamId, n);
+    this.ordered.push({ streamId, event: e });
     const info = this.store.streamInfo(streamId);
-    return (info ? info.lastEventNumber + 1 : 0) + list.length - 1;
+    return (info ? info.lastEventNumber + 1 : 0) + n - 1;
   }
 
   /** A checkpoint: only the latest two are kept, so a new checkpoint stream gets $maxCount 2 with its first event. */
   addCheckpoint(streamId: string, e: ProposedEvent): void {
-    if (!this.store.streamInfo(streamId) && !this.streams.has(streamId)) {
+    if (!this.store.streamInfo(streamId) && !this.perStream.has(streamId)) {
       this.add(`$$${streamId}`, event('$metadata', '{"$maxCount":2}', true, {}));
     }
     this.add(streamId, e);
   }
 
+  /**
+   * The writes in the order the events were added (consecutive events of one stream form one
+   * write), so the log keeps the order in which the projection emitted across streams.
+   */
   toStreamWrites(): StreamWrite[] {
-    return [...this.streams].map(([streamId, events]) => ({ streamId, expected: ExpectedVersion.any, events }));
+    const writes: StreamWrite[] = [];
+    for (const { streamId, event: e } of this.ordered) {
+      const last = writes[writes.length - 1];
+      if (last && last.streamId === streamId) last.events.push(e);
+      else writes.push({ streamId, expected: ExpectedVersion.any, events: [e] });
+    }
+    return writes;
   }
 }
 

@@ -379,6 +379,7 @@ export class Writer {
    */
   private retryAt(b: BatchBuilder, streamId: string, info: StreamInfo, events: ProposedEvent[],
     at: number | undefined, current: number): AppendResult | undefined {
+    if (events[0].idempotent === false) return undefined; // such writers never retry by id
     const first = b.eventNumberOf(info, events[0].eventId);
     if (first === undefined || (at !== undefined && first !== at)) return undefined;
     for (let i = 1; i < events.length; i++) {
