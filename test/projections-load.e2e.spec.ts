@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { append, http, sleep, startTestNode, type TestNode } from './support/node.js';
+import { append, eventually, http, sleep, startTestNode, type TestNode } from './support/node.js';
 
 // Projections holding up under load (issue 5). Twenty continuous user projections of every
 // shape (fromAll counters, fromCategory('order').foreachStream() sums, partitionBy on a body
@@ -460,19 +460,6 @@ async function waitCaughtUp(t: TestNode, timeoutMs: number): Promise<void> {
   }
 }
 
-/** Retries `check` (which throws while the node has not caught up) every 250 ms until `timeoutMs`. */
-async function until<T>(check: () => Promise<T>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() >= deadline) throw err;
-    }
-    await sleep(250);
-  }
-}
-
 const EMITTED_STREAMS = [
   ...REGIONS.map((r) => `copy-${r}`), ...REGIONS.map((r) => `paid-${r}`), 'milestone-all', ...orderStreams.map((s) => `summary-${s}`),
 ];
@@ -482,7 +469,7 @@ const EMITTED_STREAMS = [
  * every state, result, result stream and emitted stream as the model says. Returns what it read.
  */
 async function expectCaughtUp(t: TestNode, events: Ev[], timeoutMs: number) {
-  return until(async () => {
+  return eventually(async () => {
     await waitCaughtUp(t, 0);
     const placedOrder = await logOrder(t, 'Placed', events);
     const paidOrder = await logOrder(t, 'Paid', events);
