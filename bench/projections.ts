@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   if (load > 0.5) log(`WARNING: load average is ${load.toFixed(2)} before the bench starts; results will be noisy`);
   const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? '/tmp', 'svc-bench-projections-'));
   const quiet = pino({ level: 'warn' });
-  const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024, log: quiet });
+  const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024 });
   try {
     let t = performance.now();
     await prewrite(store);

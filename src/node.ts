@@ -50,7 +50,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   let current: LoadedConfig = { config, sources: options.sources ?? defaultSources() };
   let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
   const store = await Store.open({
-    dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize, log: childLogger(log, 'store'),
+    dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
   });
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {

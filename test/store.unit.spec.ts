@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ExpectedVersion, newUuid, Store, StreamDeletedError, WrongExpectedVersionError, type ProposedEvent,
@@ -13,7 +12,7 @@ const stores: Store[] = [];
 async function openStore(dir = mkdtempSync(join(tmpdir(), 'svc-store-')), chunkSize = 256 * 1024 * 1024,
   logCacheBytes?: number): Promise<Store> {
   dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes, log: pino({ level: 'silent' }) });
+  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes });
   stores.push(store);
   return store;
 }

@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import { Rocks } from './rocks.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
@@ -26,7 +25,6 @@ export interface StoreOptions {
   chunkSize: number;
   /** Bytes of the most recent records kept in memory for reads (0: none). */
   logCacheBytes?: number;
-  log: Logger;
 }
 
 /**
