@@ -14,6 +14,7 @@ import { StatsCollector } from './stats/collector.js';
 import { loadCertificates, type CertificateSet } from './tls/certificates.js';
 import { VERSION } from './version.js';
 import { ProjectionManager, type RunProjections } from './projections/manager.js';
+import { SubscriptionService } from './subscriptions/service.js';
 
 export { VERSION };
 
@@ -57,6 +58,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
     runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
   });
+  const subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();
   const peers = new Map<string, Record<string, unknown>>();
@@ -78,6 +80,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
+      await subscriptions.stop();
       await projections.stop();
       users.stop();
       await store.close();
@@ -135,13 +138,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   try {
     await users.start({ adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword });
     await projections.start();
+    await subscriptions.start();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions }, { https });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
     stats.stop();
+    await subscriptions.stop();
     await projections.stop();
     await app?.close();
     await store.close();

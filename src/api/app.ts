@@ -9,6 +9,7 @@ import { registerStreamReads } from './streams-read.js';
 import { registerUsers } from './users.js';
 import { registerNodeInfo } from './node-info.js';
 import { registerProjections } from './projections.js';
+import { registerSubscriptions } from './subscriptions.js';
 import { ProjectionError } from '../projections/manager.js';
 import { QuerySyntaxError } from '../projections/validate.js';
 
@@ -111,5 +112,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerUsers(app, ctx);
   registerNodeInfo(app, ctx);
   registerProjections(app, ctx);
+  registerSubscriptions(app, ctx);
   return app;
 }

@@ -43,6 +43,8 @@ export interface FeedModel {
   eTag: string | null;
   links: Link[];
   entries: ResolvedEvent[];
+  /** Competing-consumer feeds: each entry's retry count and its ack/nack links (parallel to entries). */
+  leases?: { retryCount: number; links: Link[] }[];
 }
 
 function parseJson(bytes: Buffer): unknown {
@@ -181,7 +183,15 @@ export function feedJson(base: string, feed: FeedModel, embed: Embed, raw?: RawJ
     selfUrl: feed.selfUrl,
     eTag: feed.eTag,
     links: feed.links,
-    entries: feed.entries.map((e) => entryJson(base, e, embed, false, raw)),
+    entries: feed.entries.map((e, i) => {
+      const entry = entryJson(base, e, embed, false, raw);
+      const lease = feed.leases?.[i];
+      if (lease) {
+        entry.retryCount = lease.retryCount;
+        (entry.links as Link[]).push(...lease.links);
+      }
+      return entry;
+    }),
   };
 }
 
@@ -205,11 +215,13 @@ function xmlLinks(links: Link[]): object[] {
   return links.map((l) => ({ '@_href': l.uri, '@_rel': l.relation }));
 }
 
-function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean): Record<string, unknown> {
+function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean,
+  lease?: { retryCount: number; links: Link[] }): Record<string, unknown> {
   const json = entryJson(base, e, withContent ? 'content' : 'none', withContent);
   const entry: Record<string, unknown> = {
     title: json.title, id: json.id, updated: json.updated, author: AUTHOR, summary: json.summary,
-    link: xmlLinks(json.links as Link[]),
+    ...(lease ? { retryCount: lease.retryCount } : {}),
+    link: xmlLinks([...(json.links as Link[]), ...(lease?.links ?? [])]),
   };
   if (json.content) {
     const c = json.content as Record<string, unknown>;
@@ -224,7 +236,7 @@ export function feedXml(base: string, feed: FeedModel): string {
       '@_xmlns': ATOM_NS,
       title: feed.title, id: feed.id, updated: feed.updated, author: AUTHOR,
       link: xmlLinks(feed.links),
-      entry: feed.entries.map((e) => entryXmlObject(base, e, false)),
+      entry: feed.entries.map((e, i) => entryXmlObject(base, e, false, feed.leases?.[i])),
     },
   };
   return XML_DECLARATION + xmlBuilder.build(doc);

@@ -7,6 +7,7 @@ import type { AclOperation } from '../store/index.js';
 import type { Config, ConfigSource, OptionName } from '../config/index.js';
 import type { StatsCollector } from '../stats/collector.js';
 import type { ProjectionManager } from '../projections/manager.js';
+import type { SubscriptionService } from '../subscriptions/service.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import { ApiError } from './errors.js';
 
@@ -35,6 +36,7 @@ export interface ApiContext {
   log: Logger;
   node: NodeControl;
   projections: ProjectionManager;
+  subscriptions: SubscriptionService;
 }
 
 declare module 'fastify' {

@@ -22,7 +22,13 @@ export const MEDIA = {
   eventsJsonL: 'application/vnd.eventstore.events+json',
   octet: 'application/octet-stream',
   text: 'text/plain',
+  competingJsonK: 'application/vnd.kurrent.competingatom+json',
+  competingJsonL: 'application/vnd.eventstore.competingatom+json',
+  competingXml: 'application/vnd.eventstore.competingatom+xml',
 } as const;
+
+/** Persistent subscription message feeds speak only these. */
+export const COMPETING_TYPES = [MEDIA.competingJsonK, MEDIA.competingJsonL, MEDIA.competingXml] as const;
 
 export const FEED_TYPES = [
   MEDIA.streamDescK, MEDIA.streamDescL, MEDIA.atomXml, MEDIA.atomJsonK, MEDIA.atomJsonL, MEDIA.textXml,

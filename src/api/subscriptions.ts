@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { formatUuid, parseUuid } from '../store/index.js';
+import { isOps } from '../auth/principal.js';
+import type { PersistentGroup, NackAction } from '../subscriptions/group.js';
+import { SubscriptionError } from '../subscriptions/service.js';
+import { settingsFromBody, settingsJson, SettingsError, type GroupSettings } from '../subscriptions/settings.js';
+import { link, type FeedModel, type Link } from './atom.js';
+import { ApiError, badRequest } from './errors.js';
+import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
+import { baseUrl, escapeStream } from './urls.js';
+import { integerHeader } from './headers.js';
+import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import { sendFeed } from './streams-read.js';
+
+// The persistent subscriptions API: group management (ops), listings and info (authenticated),
+// and the competing-consumer message feed with ack and nack (read access to the stream).
+
+type Params = { stream: string; group: string };
+type Query = Record<string, string | undefined>;
+
+const ALL_UNSUPPORTED = 'Persistent subscriptions to $all are only supported over gRPC through gRPC clients';
+const BAD_MESSAGE_ID = 'messageid should be a properly formed guid';
+const NACK_ACTIONS: Record<string, NackAction> = { park: 'Park', retry: 'Retry', retyr: 'Retry', skip: 'Skip', stop: 'Stop' };
+/** Longest long poll a pull may ask for. */
+const MAX_LONG_POLL_SECONDS = 60;
+
+function json(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
+}
+
+function outcome(reply: FastifyReply, status: number, result: string, reason = ''): FastifyReply {
+  return json(reply, status, { correlationId: randomUUID(), reason, result });
+}
+
+function requireOps(req: FastifyRequest): void {
+  if (!isOps(principalOf(req))) throw new ApiError('UNAUTHORIZED');
+}
+
+function groupUrl(base: string, stream: string, group: string): string {
+  return `${base}/subscriptions/${escapeStream(stream)}/${encodeURIComponent(group)}`;
+}
+
+/** The parked stream's URL, with the `::` of the group key left readable as the established servers write it. */
+function parkedUrl(base: string, g: PersistentGroup): string {
+  return `${base}/streams/${escapeStream(g.parked.streamId).replace(/%3A/gi, ':')}`;
+}
+
+function settingsOf(req: FastifyRequest): GroupSettings {
+  const body = Buffer.isBuffer(req.body) ? req.body : undefined;
+  if (!body || body.length === 0 || body.toString('utf8').trim() === '') return settingsFromBody(undefined);
+  const type = requestMediaType(req);
+  if (type !== undefined && type !== 'application/json' && !type.endsWith('+json')) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw badRequest('The subscription settings are not valid JSON.');
+  }
+  try {
+    return settingsFromBody(parsed);
+  } catch (err) {
+    if (err instanceof SettingsError) throw badRequest(err.message);
+    throw err;
+  }
+}
+
+function summary(base: string, g: PersistentGroup): Record<string, unknown> {
+  const s = g.statistics;
+  const url = groupUrl(base, g.stream, g.name);
+  return {
+    links: [{ href: `${url}/info`, rel: 'detail' }],
+    eventStreamId: g.stream,
+    groupName: g.name,
+    parkedMessageUri: parkedUrl(base, g),
+    getMessagesUri: `${url}/1`,
+    status: g.statusText,
+    averageItemsPerSecond: s.averagePerSecond,
+    totalItemsProcessed: s.totalItems,
+    lastProcessedEventNumber: s.lastProcessed,
+    lastCheckpointedEventPosition: s.lastCheckpointed >= 0 ? String(s.lastCheckpointed) : null,
+    lastKnownEventNumber: s.lastKnown,
+    lastKnownEventPosition: s.lastKnown >= 0 ? String(s.lastKnown) : null,
+    connectionCount: 0,
+    totalInFlightMessages: 0,
+  };
+}
+
+function info(base: string, g: PersistentGroup): Record<string, unknown> {
+  const s = g.statistics;
+  const { connectionCount: _unused, ...rest } = summary(base, g);
+  const url = groupUrl(base, g.stream, g.name);
+  return {
+    ...rest,
+    links: [{ href: `${url}/info`, rel: 'detail' }, { href: `${url}/replayParked`, rel: 'replayParked' }],
+    config: settingsJson(g.settings),
+    countSinceLastMeasurement: s.countSinceLastMeasurement,
+    readBufferCount: s.readBufferCount,
+    liveBufferCount: s.liveBufferCount,
+    retryBufferCount: s.retryBufferCount,
+    outstandingMessagesCount: s.outstandingMessagesCount,
+    parkedMessageCount: s.parkedMessageCount,
+    oldestParkedMessage: s.oldestParkedMessage,
+    connections: [],
+  };
+}
+
+function messageIds(text: string): string[] {
+  const ids: string[] = [];
+  for (const part of text.split(',')) {
+    if (part.trim() === '') continue;
+    const bytes = parseUuid(part.trim());
+    if (!bytes) throw badRequest(BAD_MESSAGE_ID);
+    ids.push(bytes.toString('hex'));
+  }
+  return ids;
+}
+
+function messageCount(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= 100)) throw badRequest(`Message count must be an integer between 1 and 100 'count' ='${raw}'`);
+  return n;
+}
+
+export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): void {
+  const service = ctx.subscriptions;
+
+  const groupOf = (p: Params): PersistentGroup => {
+    try {
+      return service.get(p.stream, p.group);
+    } catch (err) {
+      if (err instanceof SubscriptionError) throw new ApiError('NOT_FOUND');
+      throw err;
+    }
+  };
+
+  /** Create, update and delete answer with the outcome body of the established servers. */
+  const change = async (reply: FastifyReply, run: () => Promise<unknown>, okStatus: number): Promise<FastifyReply> => {
+    try {
+      await run();
+      return outcome(reply, okStatus, 'Success');
+    } catch (err) {
+      if (!(err instanceof SubscriptionError)) throw err;
+      if (err.kind === 'AlreadyExists') return outcome(reply, 409, 'AlreadyExists', err.message);
+      if (err.kind === 'NotFound') return outcome(reply, 404, 'DoesNotExist', err.message);
+      return outcome(reply, 400, 'Fail', err.message);
+    }
+  };
+
+  const checkSource = (stream: string): void => {
+    if (stream === '$all') throw badRequest(ALL_UNSUPPORTED);
+    if (stream.trim() === '') throw badRequest('Bad stream name.');
+  };
+
+  app.get('/subscriptions', async (req, reply) => {
+    requireAuthenticated(req);
+    const base = baseUrl(req);
+    const q = req.query as Query;
+    const groups = service.list();
+    if (q.offset === undefined && q.count === undefined) return json(reply, 200, groups.map((g) => summary(base, g)));
+    const offset = q.offset === undefined ? 0 : Number(q.offset);
+    const count = q.count === undefined ? 10 : Number(q.count);
+    if (!Number.isSafeInteger(offset) || offset < 0) throw badRequest('offset must be a non-negative integer');
+    if (!Number.isSafeInteger(count) || count < 1) throw badRequest('count must be a positive integer');
+    // Paged over streams, as the established servers page it.
+    const streams = [...new Set(groups.map((g) => g.stream))].sort();
+    const page = new Set(streams.slice(offset, offset + count));
+    const href = (o: number) => `${base}/subscriptions?offset=${o}&count=${count}`;
+    const links = [{ href: href(offset), rel: 'self' }, { href: href(0), rel: 'first' }];
+    if (offset > 0) links.push({ href: href(Math.max(0, offset - count)), rel: 'previous' });
+    if (offset + count < streams.length) links.push({ href: href(offset + count), rel: 'next' });
+    return json(reply, 200, {
+      links, offset, count, total: streams.length,
+      subscriptions: groups.filter((g) => page.has(g.stream)).map((g) => summary(base, g)),
+    });
+  });
+
+  app.get<{ Params: { stream: string } }>('/subscriptions/:stream', async (req, reply) => {
+    requireAuthenticated(req);
+    const groups = service.listStream(req.params.stream);
+    if (groups.length === 0) throw new ApiError('NOT_FOUND');
+    const base = baseUrl(req);
+    return json(reply, 200, groups.map((g) => summary(base, g)));
+  });
+
+  app.get<{ Params: Params }>('/subscriptions/:stream/:group/info', async (req, reply) => {
+    requireAuthenticated(req);
+    return json(reply, 200, info(baseUrl(req), groupOf(req.params)));
+  });
+
+  app.put<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
+    requireOps(req);
+    const { stream, group } = req.params;
+    checkSource(stream);
+    const settings = settingsOf(req);
+    reply.header('Location', groupUrl(baseUrl(req), stream, group));
+    return change(reply, () => service.create(stream, group, settings, principalOf(req).name), 200);
+  });
+
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
+    requireOps(req);
+    const { stream, group } = req.params;
+    checkSource(stream);
+    const settings = settingsOf(req);
+    reply.header('Location', groupUrl(baseUrl(req), stream, group));
+    return change(reply, () => service.update(stream, group, settings, principalOf(req).name), 200);
+  });
+
+  app.delete<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
+    requireOps(req);
+    checkSource(req.params.stream);
+    return change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name), 200);
+  });
+
+  const pull = async (req: FastifyRequest<{ Params: Params & { count?: string } }>, reply: FastifyReply) => {
+    const count = messageCount(req.params.count);
+    const mediaType = negotiate(req, COMPETING_TYPES);
+    const g = groupOf(req.params);
+    requireAccess(ctx, req, 'r', g.stream);
+    const longPoll = Math.min(Math.max(integerHeader(req, 'LongPoll') ?? 0, 0), MAX_LONG_POLL_SECONDS);
+    const abort = new AbortController();
+    if (longPoll > 0) req.raw.once('close', () => abort.abort());
+    const messages = await service.pull(g, count, longPoll * 1000, abort.signal);
+    const base = baseUrl(req);
+    const url = groupUrl(base, g.stream, g.name);
+    const newestFirst = [...messages].reverse();
+    const ids = newestFirst.map((m) => formatUuid(Buffer.from(m.id, 'hex')));
+    const links: Link[] = [];
+    if (ids.length > 0) links.push(link(`${url}/ack?ids=${ids.join(',')}`, 'ackAll'), link(`${url}/nack?ids=${ids.join(',')}`, 'nackAll'));
+    links.push(link(`${url}/${count}`, 'previous'), link(url, 'self'));
+    const feed: FeedModel = {
+      title: `Messages for '${g.stream}/${g.name}'`, id: url, updated: new Date().toISOString(), streamId: null,
+      headOfStream: false, selfUrl: null, eTag: null, links,
+      entries: newestFirst.map((m) => m.event),
+      leases: newestFirst.map((m, i) => ({
+        retryCount: m.retryCount,
+        links: [link(`${url}/ack/${ids[i]}`, 'ack'), link(`${url}/nack/${ids[i]}`, 'nack')],
+      })),
+    };
+    reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate');
+    return sendFeed(reply, base, mediaType, feed, req);
+  };
+  app.get<{ Params: Params }>('/subscriptions/:stream/:group', pull);
+  app.get<{ Params: Params & { count: string } }>('/subscriptions/:stream/:group/:count', pull);
+
+  const settle = (req: FastifyRequest<{ Params: Params & { messageid?: string } }>, reply: FastifyReply, nack: boolean) => {
+    const q = req.query as Query;
+    const ids = messageIds(req.params.messageid ?? q.ids ?? '');
+    const g = groupOf(req.params);
+    requireAccess(ctx, req, 'r', g.stream);
+    if (nack) g.nack(ids, NACK_ACTIONS[(q.action ?? '').toLowerCase()] ?? 'Unknown', 'Nacked from HTTP');
+    else g.ack(ids);
+    return reply.code(200).send();
+  };
+  app.post<{ Params: Params & { messageid: string } }>('/subscriptions/:stream/:group/ack/:messageid', async (req, reply) => settle(req, reply, false));
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group/ack', async (req, reply) => settle(req, reply, false));
+  app.post<{ Params: Params & { messageid: string } }>('/subscriptions/:stream/:group/nack/:messageid', async (req, reply) => settle(req, reply, true));
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group/nack', async (req, reply) => settle(req, reply, true));
+
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group/replayParked', async (req, reply) => {
+    requireOps(req);
+    const raw = (req.query as Query).stopAt;
+    let stopAt: number | undefined;
+    if (raw !== undefined) {
+      stopAt = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+      if (!Number.isSafeInteger(stopAt)) throw badRequest('stopAt should be a properly formed positive long');
+    }
+    const g = groupOf(req.params);
+    g.replayParked(stopAt);
+    return outcome(reply, 200, 'Success');
+  });
+}

@@ -1,0 +1,405 @@
+import type { Logger } from 'pino';
+import { ExpectedVersion, newUuid, type ResolvedEvent, type Store } from '../store/index.js';
+import type { GroupSettings } from './settings.js';
+import { ParkedMessages } from './parked.js';
+
+// One persistent subscription group: the competing-consumer state machine of the established
+// servers. Messages flow  stream → read buffer (or retry list) → outstanding (handed out, with a
+// deadline) → handled (ack, skip) or retried or parked. Buffers, deadlines and retry counts live
+// in memory; the checkpoint (the last event such that it and everything before it is handled)
+// and the parked messages live in the log, so a restart redelivers at most what was handed out
+// after the last checkpoint and never skips an event.
+
+export type NackAction = 'Park' | 'Retry' | 'Skip' | 'Stop' | 'Unknown';
+
+export const CHECKPOINT_EVENT_TYPE = '$SubscriptionCheckpoint';
+const LEGACY_CHECKPOINT_EVENT_TYPE = 'SubscriptionCheckpoint';
+/** Page size cap of history reads, as the established servers cap it. */
+const MAX_READ_BATCH = 100;
+
+export interface Message {
+  readonly event: ResolvedEvent;
+  /** The ack/nack id: the id of the event as read (a resolved link's own id; a replayed message's parked link id). */
+  readonly id: string;
+  /** Its number in the group's stream (orders retries). */
+  readonly eventNumber: number;
+  retryCount: number;
+  /** Order of first hand-out; -1 until then, and always -1 for replayed parked messages (they never move checkpoints). */
+  seq: number;
+  /** Event number handed out just before this one (-1: none): the checkpoint while this one is unhandled. */
+  previousEventNumber: number;
+  /** A replayed parked message: its number in the parked stream; else -1. */
+  readonly parkedNumber: number;
+  expiresAt: number;
+  /** Read while the group was live (for liveBufferCount). */
+  live: boolean;
+}
+
+export function checkpointStreamOf(stream: string, group: string): string {
+  return `$persistentsubscription-${stream}::${group}-checkpoint`;
+}
+
+export function parkedStreamOf(stream: string, group: string): string {
+  return `$persistentsubscription-${stream}::${group}-parked`;
+}
+
+export function messageIdOf(event: ResolvedEvent): string {
+  return (event.link ?? event.event)!.eventId.toString('hex');
+}
+
+export class PersistentGroup {
+  readonly checkpointStream: string;
+  readonly parked: ParkedMessages;
+  private readonly retry: Message[] = [];
+  private read: Message[] = [];
+  private readHead = 0;
+  private readonly outstanding = new Map<string, Message>();
+  /** Handed-out messages not yet handled, by seq; insertion order is seq order, so the first is the lowest. */
+  private readonly unhandled = new Map<number, Message>();
+  private nextEventNumber = 0;
+  private lastKnown = -1;
+  private nextSeq = 0;
+  private lastPushedSeq = -1;
+  private lastPushedEventNumber = -1;
+  private lastCheckpointedSeq = -1;
+  private lastCheckpointed = -1;
+  private lastCheckpointAt = Date.now();
+  private checkpointWriting = false;
+  private checkpointAgain = false;
+  private fillScheduled = false;
+  private stopped = false;
+  private totalItems = 0;
+  private countSinceMeasurement = 0;
+  private averagePerSecond = 0;
+  private lastMeasurementAt = Date.now();
+
+  constructor(readonly stream: string, readonly name: string, readonly settings: GroupSettings,
+    private readonly store: Store, private readonly log: Logger) {
+    this.checkpointStream = checkpointStreamOf(stream, name);
+    this.parked = new ParkedMessages(store, parkedStreamOf(stream, name), log, settings.readBatchSize, {
+      onParked: (m) => this.handled(m),
+      onParkFailed: (m) => this.insertRetry(m),
+      onReplayed: (messages) => { for (const m of messages) this.insertRetry(m); },
+    });
+  }
+
+  /** Reads the checkpoint; without one, starts at `startFrom` (a live start is written down as a checkpoint). */
+  async load(isNew: boolean): Promise<void> {
+    const checkpoint = this.readCheckpoint();
+    if (checkpoint !== undefined) {
+      this.resumeAfter(checkpoint);
+    } else if (this.settings.startFrom === -1) {
+      const end = this.store.streamInfo(this.stream)?.lastEventNumber ?? -1;
+      this.resumeAfter(end);
+      // Written down, so events appended while the node is down are not skipped after a restart.
+      if (isNew) await this.writeCheckpoint(0, end);
+    } else {
+      this.nextEventNumber = this.settings.startFrom;
+    }
+    this.lastKnown = Math.max(this.lastKnown, this.store.streamInfo(this.stream)?.lastEventNumber ?? -1);
+    this.fill();
+  }
+
+  private resumeAfter(checkpoint: number): void {
+    this.nextEventNumber = checkpoint + 1;
+    this.lastCheckpointed = checkpoint;
+    this.lastCheckpointedSeq = 0;
+    this.lastPushedSeq = 0;
+    this.lastPushedEventNumber = checkpoint;
+    this.nextSeq = 1;
+  }
+
+  private readCheckpoint(): number | undefined {
+    const found = this.store.readEvent(this.checkpointStream, -1, false);
+    if (found.status !== 'ok' || !found.event.event) return undefined;
+    const record = found.event.event;
+    if (record.eventType !== CHECKPOINT_EVENT_TYPE && record.eventType !== LEGACY_CHECKPOINT_EVENT_TYPE) return undefined;
+    try {
+      const value = JSON.parse(record.data.toString('utf8')) as unknown;
+      const n = Number(value);
+      return Number.isSafeInteger(n) && n >= -1 ? n : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stops the group; with `checkpoint`, first writes what is handled (a graceful shutdown). */
+  async stop(checkpoint: boolean): Promise<void> {
+    if (checkpoint && !this.stopped) {
+      const candidate = this.checkpointCandidate();
+      if (candidate && candidate.seq > this.lastCheckpointedSeq && !this.checkpointWriting) {
+        await this.writeCheckpoint(candidate.seq, candidate.eventNumber);
+      }
+    }
+    this.stopped = true;
+    await this.parked.idle();
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  // ---- reading into the buffer -------------------------------------------------------------
+
+  /** A commit touched the group's stream: note what is known and top the buffer up soon. */
+  notifyAppended(lastEventNumber: number): void {
+    if (lastEventNumber > this.lastKnown) this.lastKnown = lastEventNumber;
+    if (this.fillScheduled || this.stopped) return;
+    this.fillScheduled = true;
+    setImmediate(() => {
+      this.fillScheduled = false;
+      if (!this.stopped) this.fill();
+    });
+  }
+
+  private get bufferedCount(): number {
+    return this.retry.length + this.read.length - this.readHead;
+  }
+
+  /** Pages history into the read buffer while there is room for a page (reads are synchronous). */
+  fill(): void {
+    const batch = Math.min(this.settings.readBatchSize, MAX_READ_BATCH);
+    const wasLive = this.isLive;
+    while (this.settings.bufferSize - this.bufferedCount > batch) {
+      const from = this.nextEventNumber;
+      const page = this.store.readStreamForward(this.stream, from, batch, this.settings.resolveLinkTos);
+      if (page.status !== 'ok') return;
+      if (page.lastEventNumber > this.lastKnown) this.lastKnown = page.lastEventNumber;
+      let next = Math.min(from + batch, page.lastEventNumber + 1);
+      for (const e of page.events) {
+        const original = (e.link ?? e.event)!;
+        if (original.eventNumber < from) continue;
+        this.read.push({
+          event: e, id: messageIdOf(e), eventNumber: original.eventNumber, retryCount: 0, seq: -1,
+          previousEventNumber: -1, parkedNumber: -1, expiresAt: 0, live: wasLive,
+        });
+        next = Math.max(next, original.eventNumber + 1);
+      }
+      next = Math.max(next, this.firstVisible(page.lastEventNumber, page.metadata));
+      this.nextEventNumber = Math.max(this.nextEventNumber, next);
+      if (this.nextEventNumber > page.lastEventNumber) return;
+    }
+  }
+
+  private firstVisible(last: number, metadata: { truncateBefore?: number; maxCount?: number }): number {
+    let first = metadata.truncateBefore ?? 0;
+    if (metadata.maxCount !== undefined) first = Math.max(first, last - metadata.maxCount + 1);
+    return Math.min(first, last + 1);
+  }
+
+  get isLive(): boolean {
+    return this.nextEventNumber > this.lastKnown;
+  }
+
+  // ---- handing out and settling ------------------------------------------------------------
+
+  /** Leases up to `count` messages: retries first, then new events, in event order. */
+  take(count: number, now = Date.now()): Message[] {
+    this.fill();
+    const out: Message[] = [];
+    while (out.length < count) {
+      const m = this.retry.shift() ?? this.nextRead();
+      if (!m) break;
+      if (this.outstanding.has(m.id)) {
+        // Two events with one id: the established servers deliver the second untracked; it counts as handled.
+        this.log.warn({ group: this.key, id: m.id }, 'skipping tracking of a message with a duplicate event id');
+        this.assignSeq(m);
+        this.handled(m);
+        out.push(m);
+        continue;
+      }
+      this.assignSeq(m);
+      m.expiresAt = now + this.settings.messageTimeoutMs;
+      this.outstanding.set(m.id, m);
+      out.push(m);
+    }
+    this.totalItems += out.length;
+    this.countSinceMeasurement += out.length;
+    if (out.length > 0) this.fill();
+    return out;
+  }
+
+  private nextRead(): Message | undefined {
+    if (this.readHead >= this.read.length) return undefined;
+    const m = this.read[this.readHead++];
+    if (this.readHead > 1024 && this.readHead * 2 > this.read.length) {
+      this.read = this.read.slice(this.readHead);
+      this.readHead = 0;
+    }
+    return m;
+  }
+
+  private assignSeq(m: Message): void {
+    if (m.seq >= 0 || m.parkedNumber >= 0) return;
+    m.seq = this.nextSeq++;
+    m.previousEventNumber = this.lastPushedEventNumber;
+    this.lastPushedSeq = m.seq;
+    this.lastPushedEventNumber = m.eventNumber;
+    this.unhandled.set(m.seq, m);
+  }
+
+  ack(ids: readonly string[]): void {
+    for (const id of ids) {
+      const m = this.outstanding.get(id);
+      if (!m) continue;
+      this.outstanding.delete(id);
+      this.handled(m);
+    }
+    this.tryCheckpoint(false);
+  }
+
+  nack(ids: readonly string[], action: NackAction, reason: string): void {
+    for (const id of ids) {
+      const m = this.outstanding.get(id);
+      if (!m) continue;
+      this.outstanding.delete(id);
+      if (action === 'Park') this.parked.park(m, `Client explicitly NAK'ed message.\n${reason}`);
+      else if (action === 'Skip' || action === 'Stop') this.handled(m);
+      else this.retryOrPark(m);
+    }
+    this.tryCheckpoint(false);
+  }
+
+  private handled(m: Message): void {
+    if (m.seq >= 0) this.unhandled.delete(m.seq);
+    if (m.parkedNumber >= 0) this.parked.replayedHandled(m.parkedNumber);
+    if (!this.stopped) this.tryCheckpoint(false);
+  }
+
+  private retryOrPark(m: Message): void {
+    if (m.retryCount >= this.settings.maxRetryCount) {
+      this.parked.park(m, `Reached retry count of ${this.settings.maxRetryCount}`);
+      return;
+    }
+    m.retryCount++;
+    this.insertRetry(m);
+  }
+
+  /** Retries go out before new events, in event order; replayed parked messages queue behind them. */
+  private insertRetry(m: Message): void {
+    if (this.stopped) return;
+    let i = this.retry.length;
+    if (m.parkedNumber < 0) {
+      i = this.retry.findIndex((r) => r.parkedNumber >= 0 || r.eventNumber > m.eventNumber);
+      if (i < 0) i = this.retry.length;
+    }
+    this.retry.splice(i, 0, m);
+  }
+
+  /** The periodic tick: expire leases, checkpoint by time, measure rates. */
+  tick(now = Date.now()): void {
+    if (this.stopped) return;
+    // Every lease has the same timeout, so the outstanding map (insertion order) is in deadline order.
+    for (const [id, m] of this.outstanding) {
+      if (m.expiresAt > now) break;
+      this.outstanding.delete(id);
+      this.retryOrPark(m);
+    }
+    this.tryCheckpoint(true, now);
+    if (now - this.lastMeasurementAt >= 1000) {
+      this.averagePerSecond = Math.round((this.countSinceMeasurement * 1000) / (now - this.lastMeasurementAt));
+      this.countSinceMeasurement = 0;
+      this.lastMeasurementAt = now;
+    }
+  }
+
+  // ---- checkpoints -------------------------------------------------------------------------
+
+  /** The last event such that it and every event handed out before it are handled. */
+  private checkpointCandidate(): { seq: number; eventNumber: number } | undefined {
+    for (const lowest of this.unhandled.values()) {
+      if (lowest.previousEventNumber < 0) return undefined;
+      return { seq: lowest.seq - 1, eventNumber: lowest.previousEventNumber };
+    }
+    if (this.lastPushedSeq < 0) return undefined;
+    return { seq: this.lastPushedSeq, eventNumber: this.lastPushedEventNumber };
+  }
+
+  private tryCheckpoint(byTimer: boolean, now = Date.now()): void {
+    if (this.stopped) return;
+    if (this.checkpointWriting) {
+      this.checkpointAgain = true;
+      return;
+    }
+    const candidate = this.checkpointCandidate();
+    if (!candidate) return;
+    const due = candidate.seq - this.lastCheckpointedSeq;
+    if (due <= 0) return;
+    const { maxCheckPointCount, minCheckPointCount, checkPointAfterMs } = this.settings;
+    const byCount = due >= maxCheckPointCount;
+    const byTime = byTimer && checkPointAfterMs > 0 && now - this.lastCheckpointAt >= checkPointAfterMs && due >= minCheckPointCount;
+    if (byCount || byTime) void this.writeCheckpoint(candidate.seq, candidate.eventNumber);
+  }
+
+  private async writeCheckpoint(seq: number, eventNumber: number): Promise<void> {
+    this.checkpointWriting = true;
+    try {
+      const event = {
+        eventId: newUuid(), eventType: CHECKPOINT_EVENT_TYPE, isJson: true, idempotent: false,
+        data: Buffer.from(JSON.stringify(String(eventNumber)), 'utf8'), metadata: Buffer.alloc(0),
+      };
+      if (this.store.streamInfo(`$$${this.checkpointStream}`)) {
+        await this.store.append(this.checkpointStream, ExpectedVersion.any, [event]);
+      } else {
+        // Only the latest checkpoint is ever read.
+        const meta = { ...event, eventId: newUuid(), eventType: '$metadata', data: Buffer.from('{"$maxCount":2}') };
+        await this.store.transact([
+          { streamId: `$$${this.checkpointStream}`, expected: ExpectedVersion.any, events: [meta] },
+          { streamId: this.checkpointStream, expected: ExpectedVersion.any, events: [event] },
+        ]);
+      }
+      if (seq > this.lastCheckpointedSeq) {
+        this.lastCheckpointedSeq = seq;
+        this.lastCheckpointed = eventNumber;
+      }
+      this.lastCheckpointAt = Date.now();
+    } catch (err) {
+      this.log.warn({ group: this.key, err: (err as Error).message }, 'checkpoint write failed; the next one retries');
+    } finally {
+      this.checkpointWriting = false;
+    }
+    if (this.checkpointAgain) {
+      this.checkpointAgain = false;
+      this.tryCheckpoint(false);
+    }
+  }
+
+  // ---- parked messages ---------------------------------------------------------------------
+
+  /** Puts parked messages (those numbered below `stopAt`) back in front of new ones. */
+  replayParked(stopAt: number | undefined): void {
+    if (this.stopped) return;
+    this.parked.replay(stopAt);
+  }
+
+  // ---- what /info shows --------------------------------------------------------------------
+
+  get key(): string {
+    return `${this.stream}::${this.name}`;
+  }
+
+  get statusText(): string {
+    const flags: string[] = [this.isLive ? 'Live' : 'Behind'];
+    if (this.parked.replaying) flags.push('ReplayingParkedMessages');
+    return flags.join(', ');
+  }
+
+  get statistics() {
+    let live = 0;
+    for (let i = this.readHead; i < this.read.length; i++) if (this.read[i].live) live++;
+    return {
+      totalItems: this.totalItems,
+      countSinceLastMeasurement: this.countSinceMeasurement,
+      averagePerSecond: this.averagePerSecond,
+      lastCheckpointed: this.lastCheckpointed,
+      lastKnown: this.lastKnown,
+      lastProcessed: this.lastPushedEventNumber,
+      readBufferCount: this.read.length - this.readHead,
+      liveBufferCount: live,
+      retryBufferCount: this.retry.length,
+      outstandingMessagesCount: this.outstanding.size,
+      parkedMessageCount: this.parked.count(),
+      oldestParkedMessage: this.parked.oldestAgeSeconds(),
+    };
+  }
+}
