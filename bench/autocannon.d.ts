@@ -60,6 +60,7 @@ declare module 'autocannon' {
     }
   }
 
-  function autocannon(options: autocannon.Options): Promise<autocannon.Result>;
+  /** The run; `stop()` ends it early (the promise then resolves with what was measured). */
+  function autocannon(options: autocannon.Options): Promise<autocannon.Result> & { stop(): void };
   export default autocannon;
 }

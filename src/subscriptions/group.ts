@@ -162,10 +162,13 @@ export class PersistentGroup {
     const wasLive = this.isLive;
     while (this.settings.bufferSize - this.bufferedCount > batch) {
       const from = this.nextEventNumber;
-      const page = this.store.readStreamForward(this.stream, from, batch, this.settings.resolveLinkTos);
+      // Whole pages that fit, in one read: each store read has a fixed cost, and reads are synchronous.
+      const free = this.settings.bufferSize - this.bufferedCount;
+      const count = free - (free % batch);
+      const page = this.store.readStreamForward(this.stream, from, count, this.settings.resolveLinkTos);
       if (page.status !== 'ok') return;
       if (page.lastEventNumber > this.lastKnown) this.lastKnown = page.lastEventNumber;
-      let next = Math.min(from + batch, page.lastEventNumber + 1);
+      let next = Math.min(from + count, page.lastEventNumber + 1);
       for (const e of page.events) {
         const original = (e.link ?? e.event)!;
         if (original.eventNumber < from) continue;
