@@ -1318,3 +1318,29 @@ describe('groups on link streams', () => {
     expect(ackIds(entries)).toEqual(linkEvents.map((e) => e.eventId));
   });
 });
+
+describe('the stream description document', () => {
+  let t: TestNode;
+  beforeAll(async () => { t = await startTestNode(); });
+  afterAll(async () => { await t.dispose(); });
+
+  const describeDoc = async (s: string) => {
+    const res = await http(t, `/streams/${s}`, { headers: { Accept: 'application/vnd.eventstore.streamdesc+json' } });
+    expect(res.status).toBe(200);
+    return res.json() as Promise<any>;
+  };
+
+  it('links the stream\'s subscription groups once there are any', async () => {
+    const s = uniq('described');
+    await appendN(t, s, 1);
+    expect((await describeDoc(s))._links.streamSubscription).toBeUndefined();
+    await createOk(t, s, 'g1');
+    const doc = await describeDoc(s);
+    expect(doc._links.streamSubscription).toEqual([{
+      href: `/subscriptions/${s}/g1`,
+      supportedContentTypes: [
+        'application/vnd.eventstore.competingatom+xml', 'application/vnd.kurrent.competingatom+json', COMPETING,
+      ],
+    }]);
+  });
+});

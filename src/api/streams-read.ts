@@ -116,7 +116,7 @@ async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyRepl
 }
 
 /** Negotiates a feed type; on the backward stream routes a description-document choice answers it. */
-function feedType(req: FastifyRequest, reply: FastifyReply, streamId: string, describable: boolean): string | undefined {
+function feedType(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string, describable: boolean): string | undefined {
   const mediaType = negotiate(req, FEED_TYPES);
   if (mediaType !== MEDIA.streamDescK && mediaType !== MEDIA.streamDescL) return mediaType;
   if (!describable) return MEDIA.json;
@@ -124,7 +124,7 @@ function feedType(req: FastifyRequest, reply: FastifyReply, streamId: string, de
   if (!explicit) reply.raw.statusMessage = 'Not Acceptable';
   else reply.raw.statusMessage = 'Description Document';
   reply.code(explicit ? 200 : 406).type(`${mediaType}; charset=utf-8`)
-    .send(JSON.stringify(describeStream(streamId, mediaType), null, 2));
+    .send(JSON.stringify(describeStream(streamId, mediaType, ctx.subscriptions.listStream(streamId).map((g) => g.name)), null, 2));
   return undefined;
 }
 
@@ -201,7 +201,7 @@ export function registerStreamReads(app: FastifyInstance, ctx: ApiContext): void
   app.get('/streams/:stream', async (req, reply) => {
     const streamId = streamParam(req);
     if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: 'head', count: DEFAULT_PAGE, direction: 'backward' });
-    const mediaType = feedType(req, reply, streamId, true);
+    const mediaType = feedType(ctx, req, reply, streamId, true);
     if (!mediaType) return reply;
     return readPage(ctx, req, reply, { streamId, from: -1, count: DEFAULT_PAGE, direction: 'backward', head: true }, mediaType);
   });
@@ -221,7 +221,7 @@ export function registerStreamReads(app: FastifyInstance, ctx: ApiContext): void
     const streamId = streamParam(req);
     const { event, count } = req.params as P;
     if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: event, count: parseCount(count), direction });
-    const mediaType = feedType(req, reply, streamId, describable);
+    const mediaType = feedType(ctx, req, reply, streamId, describable);
     if (!mediaType) return reply;
     const head = event === 'head';
     if (head && direction === 'forward') throw badRequest(`'${event}' is not valid event number`);
