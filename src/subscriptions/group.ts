@@ -72,6 +72,7 @@ export class PersistentGroup {
   private checkpointWriting = false;
   private checkpointAgain = false;
   private fillScheduled = false;
+  private caughtUpBeforeAppend = false;
   private stopped = false;
   private totalItems = 0;
   private countSinceMeasurement = 0;
@@ -151,6 +152,7 @@ export class PersistentGroup {
 
   /** A commit touched the group's stream: note what is known and top the buffer up soon. */
   notifyAppended(lastEventNumber: number): void {
+    if (this.isLive) this.caughtUpBeforeAppend = true; // what arrives now arrives live
     if (lastEventNumber > this.lastKnown) this.lastKnown = lastEventNumber;
     if (this.fillScheduled || this.stopped) return;
     this.fillScheduled = true;
@@ -170,7 +172,8 @@ export class PersistentGroup {
   /** Pages history into the read buffer while there is room for a page (reads are synchronous). */
   fill(): void {
     const batch = Math.min(this.settings.readBatchSize, MAX_READ_BATCH);
-    const wasLive = this.isLive;
+    const wasLive = this.isLive || this.caughtUpBeforeAppend;
+    this.caughtUpBeforeAppend = false;
     while (this.settings.bufferSize - this.bufferedCount > batch) {
       const from = this.nextEventNumber;
       // Whole pages that fit, in one read: each store read has a fixed cost, and reads are synchronous.
