@@ -18,6 +18,8 @@ declare module 'autocannon' {
       connections?: number;
       duration?: number;
       pipelining?: number;
+      /** Requests per second across all connections. */
+      overallRate?: number;
       timeout?: number;
       method?: string;
       headers?: Record<string, string>;

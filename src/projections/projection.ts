@@ -30,6 +30,13 @@ interface PreparedBatch { encoded: unknown; count: number; positions: number[]; 
 const READ_BATCH = 2000;
 const IDLE_CHECKPOINT_MS = 1000;
 const STATE_CHECKPOINT_MS = 2000;
+/**
+ * A live projection reads the log at most this often. Every read and sandbox call has a fixed
+ * cost; with many projections and a busy log, one call per commit per projection saturated the
+ * node (measured: 20 projections at 1,000 appends/s). Under light load nothing waits: the first
+ * commit after a quiet period is read at once.
+ */
+const LIVE_READ_INTERVAL_MS = 20;
 
 export class Projection {
   status: ProjectionStatus = 'Stopped';
@@ -49,6 +56,7 @@ export class Projection {
   private loop: Promise<void> | undefined;
   private stopRequested = false;
   private wake: AbortController | undefined;
+  private lastLiveReadAt = 0;
   // Since the last checkpoint:
   private pendingEmits: EmittedEvent[] = [];
   private pendingResults = new Map<string, string | null>();
@@ -221,8 +229,10 @@ export class Projection {
         return;
       }
       if (this.checkpointDue(batch.caughtUp)) await this.checkpoint();
-      if (batch.caughtUp) await this.waitForCommit();
-      else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
+      if (batch.caughtUp) {
+        await this.waitForCommit();
+        await this.paceLiveReads();
+      } else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
     }
   }
 
@@ -261,6 +271,12 @@ export class Projection {
     const timeout = this.pendingEmits.length > 0 ? Math.max(1, dueIn)
       : this.touchedSinceCheckpoint ? IDLE_CHECKPOINT_MS : 60_000;
     await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
+  }
+
+  private async paceLiveReads(): Promise<void> {
+    const wait = this.lastLiveReadAt + LIVE_READ_INTERVAL_MS - performance.now();
+    if (wait > 0 && !this.stopRequested) await new Promise((resolve) => setTimeout(resolve, wait));
+    this.lastLiveReadAt = performance.now();
   }
 
   /** The event the query reads for this record, or undefined when it reads none. */

@@ -132,7 +132,7 @@ export class Reader {
     let records: EventRecord[];
     const cached = this.tail.forward(position, count);
     if (cached) {
-      records = cached.records.map((bytes, i) => decodeRecord(cached.positions[i], bytes));
+      records = cached;
       this.counters.cachedRecord += records.length;
     } else {
       const { keys, values } = this.rocks.scan({ gte: logKey(position), lt: spaceEnd(SPACE.LOG), limit: count });
@@ -191,7 +191,7 @@ export class Reader {
     const cached = this.tail.get(position);
     if (cached) {
       this.counters.cachedRecord++;
-      return decodeRecord(position, cached);
+      return cached;
     }
     const bytes = this.rocks.get(logKey(position));
     assert(bytes, `the index entry of event ${eventNumber} points at a missing record (position ${position})`);
@@ -204,18 +204,20 @@ export class Reader {
       gte: indexKey(info.streamNumber, start), lte: indexKey(info.streamNumber, end), reverse,
     });
     const positions = values.map((v) => readU64(v, 0));
-    const bytes: (Buffer | undefined)[] = positions.map((p) => this.tail.get(p));
-    const missing = positions.filter((_, i) => bytes[i] === undefined);
+    const records: (EventRecord | undefined)[] = positions.map((p) => this.tail.get(p));
+    const missing = positions.filter((_, i) => records[i] === undefined);
     if (missing.length > 0) {
       const fetched = this.rocks.getMany(missing.map(logKey));
-      for (let i = 0, j = 0; i < bytes.length; i++) if (bytes[i] === undefined) bytes[i] = fetched[j++];
+      for (let i = 0, j = 0; i < records.length; i++) {
+        if (records[i] !== undefined) continue;
+        const bytes = fetched[j++];
+        assert(bytes, `an index entry points at a missing record (position ${positions[i]})`);
+        records[i] = decodeRecord(positions[i], bytes);
+      }
     }
     this.counters.cachedRecord += positions.length - missing.length;
     this.counters.notCachedRecord += missing.length;
-    return bytes.map((b, i) => {
-      assert(b, `an index entry points at a missing record (position ${positions[i]})`);
-      return decodeRecord(positions[i], b);
-    });
+    return records as EventRecord[];
   }
 
   /** Applies $maxAge and, when asked, resolves `$>` links to their targets. */
