@@ -11,6 +11,7 @@ import { NODE_MAIN, startServer } from './processes.js';
 
 const RATE = Number(process.env.BENCH_LOAD_RATE ?? 1000);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 15);
+const WARMUP_SECONDS = 3;
 const AUTH = { Authorization: `Basic ${Buffer.from('admin:changeit').toString('base64')}` };
 const QUERIES = [
   `fromAll().when({ $init: () => ({ n: 0 }), $any: (s) => { s.n++; } })`,
@@ -39,13 +40,11 @@ async function main(): Promise<void> {
     }
     const listLatency: number[] = [];
     let failures = 0;
-    const end = Date.now() + SECONDS * 1000;
-    const started = performance.now();
     // autocannon paces the appends (fetch in the bench process cost ~0.8 ms of CPU per request,
     // which on 2 cores starved the node it measures).
     let sent = 0;
-    const writers = autocannon({
-      url, connections: 32, overallRate: RATE, duration: SECONDS,
+    const appenders = (seconds: number) => autocannon({
+      url, connections: 32, overallRate: RATE, duration: seconds,
       requests: [{
         method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/vnd.eventstore.events+json' },
         setupRequest: (request) => {
@@ -57,6 +56,12 @@ async function main(): Promise<void> {
         },
       }],
     });
+    // Warm-up at the same rate (isolates compiling, JIT, first partitions), not measured.
+    const warmup = await appenders(WARMUP_SECONDS);
+    failures += warmup.non2xx + warmup.errors;
+    const end = Date.now() + SECONDS * 1000;
+    const started = performance.now();
+    const writers = appenders(SECONDS);
     const poller = (async () => {
       while (Date.now() < end) {
         const t = performance.now();

@@ -161,6 +161,11 @@ async function main(): Promise<void> {
     let t = performance.now();
     await prewrite(store);
     log(`  pre-written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    if (process.env.BENCH_PROJECTION_SYSTEM_ONLY) {
+      const system = await systemCatchUp(store, quiet);
+      log(`system catch-up ${Math.round(system.perSecond)} events/s; appends meanwhile p50 ${system.p50.toFixed(1)} ms, p99 ${system.p99.toFixed(1)} ms (${system.appends})`);
+      return;
+    }
     const ceiling = unsandboxed(store);
     // Only the measured projection runs: the system projections would share the two cores.
     const manager = new ProjectionManager(store, quiet, {

@@ -37,6 +37,7 @@ const STATE_CHECKPOINT_MS = 2000;
  * commit after a quiet period is read at once.
  */
 const LIVE_READ_INTERVAL_MS = 20;
+const MAX_EMITS_PER_CHECKPOINT = 1000;
 
 export class Projection {
   status: ProjectionStatus = 'Stopped';
@@ -251,6 +252,8 @@ export class Projection {
 
   private checkpointDue(caughtUp: boolean): boolean {
     if (!this.checkpoints) return false;
+    // Many pending emits make one large write that would hold the event loop: write them now.
+    if (this.pendingEmits.length >= MAX_EMITS_PER_CHECKPOINT) return true;
     const since = Date.now() - this.lastCheckpointAt;
     const config = this.persisted.config;
     if (since < config.checkpointAfterMs) return false;
@@ -334,11 +337,15 @@ export class Projection {
   }
 
   private addEmits(writes: WriteSet, tagMeta: Record<string, unknown>): void {
+    // The tag's keys win over the emitted metadata's: appended last, JSON readers take the last duplicate.
+    const tagJson = JSON.stringify(tagMeta);
     for (const e of this.pendingEmits) {
       this.claim(writes, e.streamId);
+      const own = JSON.stringify(e.metadata);
+      const metadata = own === '{}' ? tagJson : `${own.slice(0, -1)},${tagJson.slice(1)}`;
       writes.add(e.streamId, {
         eventId: newUuid(), eventType: e.eventType, isJson: e.isJson, data: Buffer.from(e.data, 'utf8'),
-        metadata: Buffer.from(JSON.stringify({ ...e.metadata, ...tagMeta }), 'utf8'), idempotent: false,
+        metadata: Buffer.from(metadata, 'utf8'), idempotent: false,
       });
       if (this.persisted.config.trackEmittedStreams && !this.trackedStreams.has(e.streamId)) {
         this.trackedStreams.add(e.streamId);

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 const BRACED = /^\{(.*)\}$/;
@@ -34,6 +34,19 @@ export function formatUuid(bytes: Buffer): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+const POOL_IDS = 4096;
+let pool = Buffer.alloc(0);
+let poolNext = POOL_IDS;
+
+/** A random (version 4) id. Views into a pool filled from the CSPRNG, which is never rewritten. */
 export function newUuid(): Buffer {
-  return parseUuid(randomUUID())!;
+  if (poolNext >= POOL_IDS) {
+    pool = randomFillSync(Buffer.allocUnsafeSlow(POOL_IDS * 16));
+    poolNext = 0;
+  }
+  const id = pool.subarray(poolNext * 16, poolNext * 16 + 16);
+  poolNext++;
+  id[6] = (id[6] & 0x0f) | 0x40;
+  id[8] = (id[8] & 0x3f) | 0x80;
+  return id;
 }

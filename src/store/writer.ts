@@ -69,6 +69,12 @@ export interface WriterDeps {
 
 const MAX_OPS_PER_FLUSH = 4096;
 const MAX_BYTES_PER_FLUSH = 16 * 1024 * 1024;
+/**
+ * A flush blocks the event loop for its memtable inserts and fsync: past this many records the
+ * rest waits for the next flush, so requests are served in between (a projection catching up
+ * queues thousands of links at once; measured append p99 during a system catch-up 410 ms).
+ */
+const MAX_RECORDS_PER_FLUSH = 1000;
 const METADATA_EVENT_TYPE = '$metadata';
 
 /** The batch being built by one flush: stream infos and event ids changed so far overlay the committed ones. */
@@ -229,14 +235,33 @@ export class Writer {
     }
   }
 
+  /**
+   * Single appends and deletes go before queued transactions (projection checkpoints, which can
+   * be thousands of events): they are independent writers, and a client's append should not
+   * wait behind a catch-up's links. Transactions keep their order among themselves.
+   */
+  private prioritiseSmallWrites(): void {
+    const firstTransaction = this.queue.findIndex((op) => op.kind === 'transaction');
+    if (firstTransaction < 0) return;
+    let smallAfter = false;
+    for (let i = firstTransaction + 1; i < this.queue.length && !smallAfter; i++) smallAfter = this.queue[i].kind !== 'transaction';
+    if (!smallAfter) return;
+    const small = this.queue.filter((op) => op.kind !== 'transaction');
+    const large = this.queue.filter((op) => op.kind === 'transaction');
+    this.queue.length = 0;
+    this.queue.push(...small, ...large);
+  }
+
   private flush(): void {
     this.stats.flushStarted();
+    this.prioritiseSmallWrites();
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
     const taken: Pending[] = [];
     const now = nowMicros();
-    while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH) {
+    while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH
+      && builder.records.length < MAX_RECORDS_PER_FLUSH) {
       const op = this.queue[0];
       const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
       const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
