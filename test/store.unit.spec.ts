@@ -141,6 +141,23 @@ describe('store', () => {
     expect(all).toEqual(['tx-b', 'tx-a', 'tx-a', 'tx-b']);
   });
 
+  it('a large queued transaction is cut into several flushes and single appends queued behind it go first', async () => {
+    const store = await openStore();
+    const commits: number[] = [];
+    store.bus.subscribe((c) => commits.push(c.records.length));
+    const big = Array.from({ length: 2500 }, (_, i) => event('Link', { i }));
+    const transaction = store.transact([{ streamId: 'links-a', expected: ExpectedVersion.any, events: big.slice(0, 1200) },
+      { streamId: 'links-b', expected: ExpectedVersion.any, events: big.slice(1200) }]);
+    const second = store.transact([{ streamId: 'links-c', expected: ExpectedVersion.any, events: big.slice(0, 1100).map((e) => event(e.eventType)) }]);
+    const single = store.append('client', ExpectedVersion.any, [event('Placed')]);
+    const [[a, b], [c], appended] = await Promise.all([transaction, second, single]);
+    // The append was queued last and written first; each transaction stays whole (atomic) in its own flush.
+    expect(appended.position).toBeLessThan(a.position);
+    expect(a.position).toBeLessThan(b.position);
+    expect(b.position).toBeLessThan(c.position);
+    expect(commits).toEqual([1 + 2500, 1100]);
+  });
+
   it('reads the same whether records come from the in-memory log tail or from RocksDB', async () => {
     const cached = await openStore(undefined, 256 * 1024 * 1024, 4000); // only the newest ~20 records stay in memory
     const uncached = await openStore(undefined, 256 * 1024 * 1024, 0);
