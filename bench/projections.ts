@@ -173,6 +173,11 @@ async function main(): Promise<void> {
     });
     await manager.start();
     const { perSecond, projection } = await catchUp(manager, store);
+    if (process.env.BENCH_PROJECTION_CATCHUP_ONLY) {
+      log(`catch-up ${Math.round(perSecond)} events/s; ceiling ${Math.round(ceiling)}; ratio ${(perSecond / ceiling).toFixed(2)}`);
+      await manager.stop();
+      return;
+    }
     const lag = await liveLag(store, projection);
     await manager.stop();
 

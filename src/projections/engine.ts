@@ -74,7 +74,7 @@ export class JsEngine implements Engine {
     w.reset();
     w.ascii('[');
     for (let i = 0; i < batch.length; i++) {
-      if (i > 0) w.ascii(',');
+      if (i > 0) w.raw(F.comma);
       this.encodeEvent(w, batch[i]);
     }
     return w.ascii(']').text();
@@ -102,21 +102,40 @@ export class JsEngine implements Engine {
    * Absent members read as null inside: only what is there crosses.
    */
   private encodeEvent(w: JsonBatchWriter, { event, link, category, deletedPartition }: Selected): void {
-    w.ascii('{"eventType":').string(event.eventType).ascii(',"streamId":').string(event.streamId)
-      .ascii(`,"sequenceNumber":${event.eventNumber},"eventId":`).guid(event.eventId)
-      .ascii(event.isJson ? ',"isJson":true,' : ',"isJson":false,');
-    if (event.dataIsJson && !this.rawBody) w.ascii('"body":').raw(event.data);
-    else w.ascii('"bodyRaw":').textOf(event.data);
-    if (event.metadata.length > 0) w.ascii(',"metadataRaw":').textOf(event.metadata);
+    w.raw(F.eventType).string(event.eventType).raw(F.streamId).string(event.streamId)
+      .raw(F.sequenceNumber).int(event.eventNumber).raw(F.eventId).guid(event.eventId)
+      .raw(event.isJson ? F.isJsonTrue : F.isJsonFalse);
+    if (event.dataIsJson && !this.rawBody) w.raw(F.body).raw(event.data);
+    else w.raw(F.bodyRaw).textOf(event.data);
+    if (event.metadata.length > 0) w.raw(F.metadataRaw).textOf(event.metadata);
     const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
-    if (linkMetadataRaw !== null) w.ascii(',"linkMetadataRaw":').textOf(link!.metadata);
+    if (linkMetadataRaw !== null) w.raw(F.linkMetadataRaw).textOf(link!.metadata);
     const partitionStream = partitionStreamOf(event, linkMetadataRaw);
-    if (partitionStream !== event.streamId) w.ascii(',"partitionStream":').string(partitionStream);
-    if (category !== null) w.ascii(',"category":').string(category);
-    if (deletedPartition !== undefined) w.ascii(',"deletedPartition":').string(deletedPartition);
-    w.ascii('}');
+    if (partitionStream !== event.streamId) w.raw(F.partitionStream).string(partitionStream);
+    if (category !== null) w.raw(F.category).string(category);
+    if (deletedPartition !== undefined) w.raw(F.deletedPartition).string(deletedPartition);
+    w.raw(F.close);
   }
 }
+
+/** The constant pieces of an encoded event. */
+const F = {
+  eventType: JsonBatchWriter.fragment('{"eventType":'),
+  streamId: JsonBatchWriter.fragment(',"streamId":'),
+  sequenceNumber: JsonBatchWriter.fragment(',"sequenceNumber":'),
+  eventId: JsonBatchWriter.fragment(',"eventId":'),
+  isJsonTrue: JsonBatchWriter.fragment(',"isJson":true,'),
+  isJsonFalse: JsonBatchWriter.fragment(',"isJson":false,'),
+  body: JsonBatchWriter.fragment('"body":'),
+  bodyRaw: JsonBatchWriter.fragment('"bodyRaw":'),
+  metadataRaw: JsonBatchWriter.fragment(',"metadataRaw":'),
+  linkMetadataRaw: JsonBatchWriter.fragment(',"linkMetadataRaw":'),
+  partitionStream: JsonBatchWriter.fragment(',"partitionStream":'),
+  category: JsonBatchWriter.fragment(',"category":'),
+  deletedPartition: JsonBatchWriter.fragment(',"deletedPartition":'),
+  close: JsonBatchWriter.fragment('}'),
+  comma: JsonBatchWriter.fragment(','),
+};
 
 /** The partition of a foreachStream projection: the original stream, `$o` of a link, x for $$x. */
 export function partitionStreamOf(event: EventRecord, linkMetadataRaw: string | null): string {

@@ -417,17 +417,16 @@ export const PRELUDE = String.raw`
     logs.length = 0;
     const emitted = out.emitted;
     for (let i = 0; i < events.length; i++) {
-      out.emitted = [];
+      const emittedBefore = emitted.length;
       try {
         if (handleOne(events[i])) out.handled++;
         out.processed = i + 1;
-        for (const e of out.emitted) emitted.push(e);
       } catch (err) {
+        emitted.length = emittedBefore; // what the failing event emitted is not kept
         out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: i };
         break;
       }
     }
-    out.emitted = emitted;
     if (collect) {
       try {
         out.changed = collectChanges();

@@ -36,7 +36,7 @@ const STATE_CHECKPOINT_MS = 2000;
  * node (measured: 20 projections at 1,000 appends/s). Under light load nothing waits: the first
  * commit after a quiet period is read at once.
  */
-const LIVE_READ_INTERVAL_MS = 20;
+const LIVE_READ_INTERVAL_MS = 10;
 const MAX_EMITS_PER_CHECKPOINT = 1000;
 
 export class Projection {

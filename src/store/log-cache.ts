@@ -23,6 +23,8 @@ const SEGMENT_OVERHEAD = 256;
 const EVICTED: Segment = { positions: new Float64Array(0), offsets: new Uint32Array(1), bytes: Buffer.alloc(0) };
 /** Records kept decoded (the most recently decoded segments): enough for readers following the tail, few enough for the GC. */
 const DECODED_RECORDS = 65_536;
+/** Only the newest commits are kept decoded: a reader catching up over older ones would only churn the GC. */
+const DECODED_SEGMENTS = 256;
 
 export class LogTailCache {
   private segments: Segment[] = [];
@@ -83,9 +85,11 @@ export class LogTailCache {
     return a < positions.length ? [lo, a] : [lo + 1, 0];
   }
 
-  private record(segment: Segment, i: number): EventRecord {
+  /** The record; kept decoded when its segment is among the newest (readers following the tail share it). */
+  private record(s: number, i: number): EventRecord {
+    const segment = this.segments[s];
     let decoded = segment.decoded;
-    if (!decoded && segment.positions.length <= DECODED_RECORDS) {
+    if (!decoded && s >= this.segments.length - DECODED_SEGMENTS && segment.positions.length <= DECODED_RECORDS) {
       decoded = segment.decoded = new Array(segment.positions.length);
       this.decodedSegments.push(segment);
       this.decodedCount += segment.positions.length;
@@ -111,8 +115,8 @@ export class LogTailCache {
     if (!at) return undefined;
     const records: EventRecord[] = [];
     for (let s = at[0], i = at[1]; s < this.segments.length && records.length < count; s++, i = 0) {
-      const segment = this.segments[s];
-      for (; i < segment.positions.length && records.length < count; i++) records.push(this.record(segment, i));
+      const n = this.segments[s].positions.length;
+      for (; i < n && records.length < count; i++) records.push(this.record(s, i));
     }
     return records;
   }
@@ -121,7 +125,6 @@ export class LogTailCache {
   get(position: number): EventRecord | undefined {
     const at = this.locate(position);
     if (!at || at[0] >= this.segments.length) return undefined;
-    const segment = this.segments[at[0]];
-    return segment.positions[at[1]] === position ? this.record(segment, at[1]) : undefined;
+    return this.segments[at[0]].positions[at[1]] === position ? this.record(at[0], at[1]) : undefined;
   }
 }
