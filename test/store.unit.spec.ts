@@ -141,21 +141,35 @@ describe('store', () => {
     expect(all).toEqual(['tx-b', 'tx-a', 'tx-a', 'tx-b']);
   });
 
-  it('a large queued transaction is cut into several flushes and single appends queued behind it go first', async () => {
+  it('deferred-sync transactions queue behind client appends, each whole in its own flush', async () => {
     const store = await openStore();
     const commits: number[] = [];
     store.bus.subscribe((c) => commits.push(c.records.length));
     const big = Array.from({ length: 2500 }, (_, i) => event('Link', { i }));
     const transaction = store.transact([{ streamId: 'links-a', expected: ExpectedVersion.any, events: big.slice(0, 1200) },
-      { streamId: 'links-b', expected: ExpectedVersion.any, events: big.slice(1200) }]);
-    const second = store.transact([{ streamId: 'links-c', expected: ExpectedVersion.any, events: big.slice(0, 1100).map((e) => event(e.eventType)) }]);
+      { streamId: 'links-b', expected: ExpectedVersion.any, events: big.slice(1200) }], true);
+    const second = store.transact([{ streamId: 'links-c', expected: ExpectedVersion.any, events: big.slice(0, 1100).map((e) => event(e.eventType)) }], true);
     const single = store.append('client', ExpectedVersion.any, [event('Placed')]);
     const [[a, b], [c], appended] = await Promise.all([transaction, second, single]);
-    // The append was queued last and written first; each transaction stays whole (atomic) in its own flush.
+    // The append was queued last and written first, alone (appends never wait for the write thread).
     expect(appended.position).toBeLessThan(a.position);
     expect(a.position).toBeLessThan(b.position);
     expect(b.position).toBeLessThan(c.position);
-    expect(commits).toEqual([1 + 2500, 1100]);
+    expect(commits).toEqual([1, 2500, 1100]);
+  });
+
+  it('deferred-sync transactions are in the log after a restart, in order, with the appends around them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    const store = await openStore(dir);
+    await store.append('before', ExpectedVersion.any, [event('A')]);
+    await store.transact([{ streamId: 'deferred', expected: ExpectedVersion.any, events: [event('L1'), event('L2')] }], true);
+    await store.append('after', ExpectedVersion.any, [event('B')]);
+    await store.transact([{ streamId: 'deferred', expected: ExpectedVersion.any, events: [event('L3')] }], true);
+    await store.close();
+    const reopened = await openStore(dir);
+    expect(reopened.readAllForward(0, 100).records.map((r) => r.eventType)).toEqual(['A', 'L1', 'L2', 'B', 'L3']);
+    const page = reopened.readStreamForward('deferred', 0, 10);
+    expect(page.status === 'ok' && page.lastEventNumber).toBe(2);
   });
 
   it('reads the same whether records come from the in-memory log tail or from RocksDB', async () => {

@@ -37,7 +37,7 @@ const STATE_CHECKPOINT_MS = 2000;
  * commit after a quiet period is read at once.
  */
 const LIVE_READ_INTERVAL_MS = 10;
-const MAX_EMITS_PER_CHECKPOINT = 1000;
+const MAX_EMITS_PER_CHECKPOINT = 250;
 
 export class Projection {
   status: ProjectionStatus = 'Stopped';
@@ -322,7 +322,10 @@ export class Projection {
     writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
     this.writesInProgress = writes.count;
     try {
-      await this.store.transact(writes.toStreamWrites());
+      // Checkpoint, states and emitted events stay one atomic batch; its fsync can wait for the
+      // next synced write, since after a crash the projection redoes everything since the last
+      // checkpoint that made it (exactly once either way).
+      await this.store.transact(writes.toStreamWrites(), true);
     } finally {
       this.writesInProgress = 0;
     }

@@ -126,7 +126,7 @@ function indexerFor(handlerType: string, config: string): Indexer {
 export class NativeEngine implements Engine {
   readonly definition = NATIVE_DEFINITION;
   /** Native batches run on the event loop itself: keep each one short. */
-  readonly readBatchSize = 500;
+  readonly readBatchSize = 250;
   disposed = false;
   private readonly index: Indexer;
 

@@ -88,9 +88,13 @@ export class Store {
     return this.writer.append(streamId, expected, events);
   }
 
-  /** Appends to several streams in one atomic, durable batch (all or nothing). */
-  transact(writes: StreamWrite[]): Promise<AppendResult[]> {
-    return this.writer.transact(writes);
+  /**
+   * Appends to several streams in one atomic batch (all or nothing), durable when it resolves;
+   * with `deferSync`, durable with the next synced write instead (for writers that redo their
+   * work after a crash: projection checkpoints).
+   */
+  transact(writes: StreamWrite[], deferSync = false): Promise<AppendResult[]> {
+    return this.writer.transact(writes, deferSync);
   }
 
   /** Soft delete (the stream can be written again) or hard delete (a permanent tombstone). */

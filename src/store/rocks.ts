@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RocksLevel } from '@nxtedition/rocksdb';
+import { WriteThread } from './write-thread.js';
 
 // The RocksDB handle and the few synchronous calls the store makes. The store serialises all
 // writes through one writer, and reads are short range scans, so synchronous native calls
@@ -14,6 +15,8 @@ export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buf
 const NO_OPTIONS = {};
 
 export class Rocks {
+  private writeThread: WriteThread | undefined;
+
   private constructor(private readonly db: RocksLevel, readonly location: string, private readonly ephemeral: boolean) {}
 
   /** Opens (creating) the database in `dir`; `inMemory` puts it on tmpfs and removes it on close. */
@@ -62,7 +65,18 @@ export class Rocks {
     void batch.close();
   }
 
+  /**
+   * Writes all operations as one atomic batch on the write thread, without an fsync: the event
+   * loop runs on meanwhile, and the next synced write makes it durable (the WAL is synced up to
+   * its end).
+   */
+  writeInBackground(ops: readonly BatchOp[]): Promise<void> {
+    this.writeThread ??= new WriteThread(this.db.handle);
+    return this.writeThread.write(ops);
+  }
+
   async close(): Promise<void> {
+    await this.writeThread?.stop();
     await this.db.close();
     if (this.ephemeral) rmSync(this.location, { recursive: true, force: true });
   }

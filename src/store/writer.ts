@@ -43,7 +43,7 @@ type Pending =
       resolve: (r: AppendResult) => void; reject: (e: Error) => void }
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
       resolve: (r: DeleteResult) => void; reject: (e: Error) => void }
-  | { kind: 'transaction'; streamId: string; writes: StreamWrite[];
+  | { kind: 'transaction'; streamId: string; writes: StreamWrite[]; deferSync: boolean;
       resolve: (r: AppendResult[]) => void; reject: (e: Error) => void };
 
 /** One stream's part of a multi-stream transaction. */
@@ -181,7 +181,13 @@ class BatchBuilder {
   }
 }
 
+function isDeferred(op: Pending): boolean {
+  return op.kind === 'transaction' && op.deferSync;
+}
+
 export class Writer {
+  /** A deferred-sync write is in the log but not yet fsynced (the next synced write covers it). */
+  private unsynced = false;
   private readonly queue: Pending[] = [];
   private scheduled = false;
   private closed = false;
@@ -201,11 +207,16 @@ export class Writer {
     });
   }
 
-  /** Appends to several streams atomically: every write is applied, or none is. */
-  transact(writes: StreamWrite[]): Promise<AppendResult[]> {
+  /**
+   * Appends to several streams atomically: every write is applied, or none is. With `deferSync`
+   * (projection checkpoints: a crash only makes the projection redo them) the write is made on the
+   * write thread without an fsync of its own; it is durable with the next synced write, since
+   * syncing the log makes everything before it durable, and the writer syncs on close.
+   */
+  transact(writes: StreamWrite[], deferSync = false): Promise<AppendResult[]> {
     assert(writes.length > 0 && writes.every((w) => w.events.length > 0), 'a transaction writes at least one event to each stream');
     return new Promise((resolve, reject) => {
-      this.enqueue({ kind: 'transaction', streamId: writes[0].streamId, writes, resolve, reject });
+      this.enqueue({ kind: 'transaction', streamId: writes[0].streamId, writes, deferSync, resolve, reject });
     });
   }
 
@@ -216,10 +227,14 @@ export class Writer {
   }
 
   /** Stops taking writes and resolves once every write already queued is durable (or failed). */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.closed = true;
-    if (this.queue.length === 0 && !this.scheduled) return Promise.resolve();
-    return new Promise((resolve) => { this.drained = resolve; });
+    if (this.queue.length > 0 || this.scheduled) await new Promise<void>((resolve) => { this.drained = resolve; });
+    if (this.unsynced) {
+      // One synced write makes every deferred-sync write before it durable.
+      this.deps.rocks.writeDurable([[WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(this.deps.checkpoint)]]);
+      this.unsynced = false;
+    }
   }
 
   private enqueue(op: Pending): void {
@@ -236,33 +251,37 @@ export class Writer {
   }
 
   /**
-   * Single appends and deletes go before queued transactions (projection checkpoints, which can
-   * be thousands of events): they are independent writers, and a client's append should not
-   * wait behind a catch-up's links. Transactions keep their order among themselves.
+   * Everything else goes before queued deferred-sync transactions (projection checkpoints, which
+   * can be thousands of events): they are independent writers, and a client's append should not
+   * wait behind a catch-up's links. Each group keeps its order.
    */
-  private prioritiseSmallWrites(): void {
-    const firstTransaction = this.queue.findIndex((op) => op.kind === 'transaction');
-    if (firstTransaction < 0) return;
-    let smallAfter = false;
-    for (let i = firstTransaction + 1; i < this.queue.length && !smallAfter; i++) smallAfter = this.queue[i].kind !== 'transaction';
-    if (!smallAfter) return;
-    const small = this.queue.filter((op) => op.kind !== 'transaction');
-    const large = this.queue.filter((op) => op.kind === 'transaction');
+  private prioritiseClientWrites(): void {
+    const firstDeferred = this.queue.findIndex(isDeferred);
+    if (firstDeferred < 0) return;
+    let otherAfter = false;
+    for (let i = firstDeferred + 1; i < this.queue.length && !otherAfter; i++) otherAfter = !isDeferred(this.queue[i]);
+    if (!otherAfter) return;
+    const others = this.queue.filter((op) => !isDeferred(op));
+    const deferred = this.queue.filter(isDeferred);
     this.queue.length = 0;
-    this.queue.push(...small, ...large);
+    this.queue.push(...others, ...deferred);
   }
 
   private flush(): void {
     this.stats.flushStarted();
-    this.prioritiseSmallWrites();
+    this.prioritiseClientWrites();
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
     const taken: Pending[] = [];
     const now = nowMicros();
+    // Deferred-sync transactions are flushed together on the write thread; everything else
+    // (which goes first) is written here with its fsync, without the hand-off.
+    const background = isDeferred(this.queue[0]);
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH
       && builder.records.length < MAX_RECORDS_PER_FLUSH) {
       const op = this.queue[0];
+      if (isDeferred(op) !== background) break;
       const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
       const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
       if (targets.some((t) => builder.metadataWritten.has(t))) break; // its metadata changes in this batch: next flush
@@ -299,20 +318,35 @@ export class Writer {
     }
     const next = this.prepareCommit(builder);
     const started = performance.now();
-    try {
-      this.deps.rocks.writeDurable(builder.ops);
-    } catch (err) {
+    const failed = (err: Error) => {
       this.stats.flushed(0, performance.now() - started, this.queue.length);
-      for (const op of taken) op.reject(err as Error);
+      for (const op of taken) op.reject(err);
       this.afterFlush();
+    };
+    // Durable: now make it visible, acknowledge, and tell the followers.
+    const durable = () => {
+      this.applyCommit(builder, next);
+      this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
+      for (const outcome of outcomes) outcome();
+      this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+      this.afterFlush();
+    };
+    if (background) {
+      // Nothing else is planned until this write is done (afterFlush), so the in-memory stream
+      // infos the next flush plans against are the ones this write leaves.
+      this.unsynced = true;
+      this.deps.rocks.writeInBackground(builder.ops).then(durable, failed)
+        .catch((err: unknown) => setImmediate(() => { throw err; })); // a broken invariant fails loudly, as on the sync path
       return;
     }
-    // Durable: now make it visible, acknowledge, and tell the followers.
-    this.applyCommit(builder, next);
-    this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
-    for (const outcome of outcomes) outcome();
-    this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
-    this.afterFlush();
+    try {
+      this.deps.rocks.writeDurable(builder.ops);
+      this.unsynced = false;
+    } catch (err) {
+      failed(err as Error);
+      return;
+    }
+    durable();
   }
 
   private afterFlush(): void {
