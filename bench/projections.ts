@@ -1,7 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
 import pino from 'pino';
+import { NODE_MAIN, startServer } from './processes.js';
 import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
 import { ProjectionManager } from '../src/projections/manager.js';
 import type { Projection } from '../src/projections/projection.js';
@@ -10,7 +13,8 @@ import type { Projection } from '../src/projections/projection.js';
 // (1) catch-up of a continuous projection, fromAll + partitionBy stream, count and sum per
 // partition; (2) the ceiling: the same handlers run unsandboxed over the same events read from
 // the store the same way; (3) live lag under a steady append rate: from an append's durable
-// acknowledgement to the projection's state reflecting it.
+// acknowledgement to the projection's state reflecting it; (4) the busiest system projections
+// catching up over the same log in a node process while a client appends over HTTP.
 
 const EVENTS = Number(process.env.BENCH_PROJECTION_EVENTS ?? 1_000_000);
 const STREAMS = Number(process.env.BENCH_PROJECTION_STREAMS ?? 10_000);
@@ -25,6 +29,7 @@ const QUERY = `fromAll().partitionBy(e => e.streamId).when({
 })`;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
+const AUTH = { Authorization: `Basic ${Buffer.from('admin:changeit').toString('base64')}` };
 
 function event(v: number): ProposedEvent {
   return { eventId: newUuid(), eventType: 'Added', isJson: true, data: Buffer.from(`{"v":${v},"note":"bench event"}`), metadata: Buffer.alloc(0) };
@@ -119,35 +124,48 @@ async function liveLag(store: Store, projection: Projection): Promise<{ p50: num
 }
 
 /**
- * The three busiest system projections catch up over the whole log together while a writer
- * appends at 200/s; reports their combined throughput and the appends' latency meanwhile.
+ * The three busiest system projections catch up over the whole log together in a node process
+ * while a client appends over HTTP at 200/s; reports their combined throughput and the appends'
+ * latency meanwhile (as the client sees it, HTTP included).
  */
-async function systemCatchUp(store: Store, log: pino.Logger): Promise<{ perSecond: number; p50: number; p99: number; appends: number }> {
-  const manager = new ProjectionManager(store, log, {
-    memoryLimitMb: 256, executionTimeoutMs: 10_000, runProjections: 'System', startStandardProjections: false,
-  });
-  await manager.start();
-  const names = ['$by_category', '$by_event_type', '$streams'];
-  const head = store.headPosition;
-  const started = performance.now();
-  for (const name of names) await manager.enable(name);
-  const latencies: number[] = [];
-  let done = false;
-  const writer = (async () => {
-    for (let i = 0; !done; i++) {
-      const t = performance.now();
-      await store.append(`during-${i % 50}`, ExpectedVersion.any, [event(i)]);
-      latencies.push(performance.now() - t);
-      await new Promise((r) => setTimeout(r, 5));
+async function systemCatchUp(dir: string): Promise<{ perSecond: number; p50: number; p99: number; appends: number }> {
+  const prof = process.env.BENCH_CPU_PROF;
+  const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--start-standard-projections', 'false'],
+    prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []);
+  try {
+    const url = server.url;
+    const names = ['$by_category', '$by_event_type', '$streams'];
+    const started = performance.now();
+    for (const name of names) {
+      const res = await fetch(`${url}/projection/${encodeURIComponent(name)}/command/enable`, { method: 'POST', headers: AUTH });
+      if (res.status !== 200) throw new Error(`enable ${name}: ${res.status}`);
     }
-  })();
-  await waitUntil(() => names.every((n) => manager.get(n).position >= head), 900_000);
-  const perSecond = EVENTS / ((performance.now() - started) / 1000);
-  done = true;
-  await writer;
-  await manager.stop();
-  latencies.sort((a, b) => a - b);
-  return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99), appends: latencies.length };
+    let sent = 0;
+    const appends = autocannon({
+      url, connections: 8, overallRate: 200, duration: 900,
+      requests: [{
+        method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/vnd.eventstore.events+json' },
+        setupRequest: (request) => ({
+          ...request, path: `/streams/during-${sent % 50}`,
+          body: JSON.stringify([{ eventId: randomUUID(), eventType: 'Added', data: { v: sent++ } }]),
+        }),
+      }],
+    });
+    let caughtUp = false;
+    while (!caughtUp) {
+      await new Promise((r) => setTimeout(r, 250));
+      const { projections } = await (await fetch(`${url}/projections/any`, { headers: AUTH })).json() as
+        { projections: { name: string; progress: number }[] };
+      caughtUp = names.every((n) => (projections.find((p) => p.name === n)?.progress ?? 0) >= 100);
+    }
+    const perSecond = EVENTS / ((performance.now() - started) / 1000);
+    appends.stop();
+    const result = await appends;
+    if (result.non2xx + result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors while appending`);
+    return { perSecond, p50: result.latency.p50, p99: result.latency.p99, appends: result['2xx'] };
+  } finally {
+    await server.stop();
+  }
 }
 
 async function main(): Promise<void> {
@@ -157,12 +175,15 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? '/tmp', 'svc-bench-projections-'));
   const quiet = pino({ level: 'warn' });
   const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024 });
+  let closed = false;
   try {
     let t = performance.now();
     await prewrite(store);
     log(`  pre-written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     if (process.env.BENCH_PROJECTION_SYSTEM_ONLY) {
-      const system = await systemCatchUp(store, quiet);
+      await store.close();
+      closed = true;
+      const system = await systemCatchUp(dir);
       log(`system catch-up ${Math.round(system.perSecond)} events/s; appends meanwhile p50 ${system.p50.toFixed(1)} ms, p99 ${system.p99.toFixed(1)} ms (${system.appends})`);
       return;
     }
@@ -180,8 +201,10 @@ async function main(): Promise<void> {
     }
     const lag = await liveLag(store, projection);
     await manager.stop();
+    await store.close();
+    closed = true;
 
-    const system = await systemCatchUp(store, quiet);
+    const system = await systemCatchUp(dir);
 
     const ratio = perSecond / ceiling;
     const rows = [
@@ -196,7 +219,7 @@ async function main(): Promise<void> {
     log('| measure | value | target | result |\n| --- | --- | --- | --- |');
     for (const r of rows) log(`| ${r.join(' | ')} |`);
   } finally {
-    await store.close();
+    if (!closed) await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
