@@ -22,9 +22,9 @@ interface Segment {
 const SEGMENT_OVERHEAD = 256;
 const EVICTED: Segment = { positions: new Float64Array(0), offsets: new Uint32Array(1), bytes: Buffer.alloc(0) };
 /** Records kept decoded (the most recently decoded segments): enough for readers following the tail, few enough for the GC. */
-const DECODED_RECORDS = 65_536;
+const DECODED_RECORDS = 8_192;
 /** Only the newest commits are kept decoded: a reader catching up over older ones would only churn the GC. */
-const DECODED_SEGMENTS = 256;
+const DECODED_SEGMENTS = 16;
 
 export class LogTailCache {
   private segments: Segment[] = [];
