@@ -586,6 +586,34 @@ describe('pulling messages', () => {
   beforeAll(async () => { t = await startTestNode(); });
   afterAll(async () => { await t?.dispose(); });
 
+  it('with SVC-LongPoll an empty pull waits for the next event instead of answering empty', async () => {
+    const s = uniq('polled');
+    const g = uniq('g');
+    await createOk(t, s, g, { startFrom: -1 });
+    const started = Date.now();
+    const pending = http(t, `${sub(s, g)}/1`, { headers: { Accept: COMPETING, 'SVC-LongPoll': '5' } });
+    await sleep(300);
+    const [appended] = await appendN(t, s, 1, 'Late');
+    const res = await pending;
+    expect(res.status).toBe(200);
+    const feed = await res.json() as any;
+    expect(feed.entries.map((e: any) => e.summary)).toEqual(['Late']);
+    expect(feed.entries[0].links[2].uri).toMatch(new RegExp(`/ack/${appended.eventId}$`));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('with SVC-LongPoll and nothing new, the pull answers an empty feed when the time is up', async () => {
+    const s = uniq('quiet');
+    const g = uniq('g');
+    await createOk(t, s, g);
+    const started = Date.now();
+    const res = await http(t, `${sub(s, g)}/1`, { headers: { Accept: COMPETING, 'SVC-LongPoll': '1' } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).entries).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
   it('the feed: title, ackAll / nackAll / previous / self links, entries newest first with ack and nack links', async () => {
     const s = uniq('orders');
     const g = uniq('g');
