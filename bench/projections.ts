@@ -131,7 +131,7 @@ async function liveLag(store: Store, projection: Projection): Promise<{ p50: num
 async function systemCatchUp(dir: string): Promise<{ perSecond: number; p50: number; p99: number; appends: number }> {
   const prof = process.env.BENCH_CPU_PROF;
   const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--start-standard-projections', 'false'],
-    [...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []), ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])]);
+    [...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []), ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : []), ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [])]);
   try {
     const url = server.url;
     const names = ['$by_category', '$by_event_type', '$streams'];

@@ -172,6 +172,19 @@ describe('store', () => {
     expect(page.status === 'ok' && page.lastEventNumber).toBe(2);
   });
 
+  it('after a restart the newest records are served from memory again, byte for byte as before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    const store = await openStore(dir);
+    for (let i = 0; i < 20; i++) await store.append(`warm-${i % 3}`, ExpectedVersion.any, [event('T', { i }), event('U', { i })]);
+    const before = store.readAllForward(0, 100).records.map((r) => [r.position, r.streamId, r.eventType, r.data.toString()]);
+    await store.close();
+    const reopened = await openStore(dir);
+    const cachedBefore = reopened.readCounters.cachedRecord;
+    const after = reopened.readAllForward(0, 100).records.map((r) => [r.position, r.streamId, r.eventType, r.data.toString()]);
+    expect(after).toEqual(before);
+    expect(reopened.readCounters.cachedRecord - cachedBefore).toBe(40);
+  });
+
   it('reads the same whether records come from the in-memory log tail or from RocksDB', async () => {
     const cached = await openStore(undefined, 256 * 1024 * 1024, 4000); // only the newest ~20 records stay in memory
     const uncached = await openStore(undefined, 256 * 1024 * 1024, 0);

@@ -1,4 +1,5 @@
 import { Rocks } from './rocks.js';
+import { logKey, positionOfLogKey, SPACE, spaceEnd } from './keys.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
@@ -36,9 +37,12 @@ export class Store {
   private readonly reader: Reader;
   private readonly writer: Writer;
 
+  private readonly tail: LogTailCache;
+
   private constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number) {
     const tail = new LogTailCache(logCacheBytes);
+    this.tail = tail;
     this.reader = new Reader(rocks, streams, checkpoint, tail);
     this.writer = new Writer({
       rocks, tail, streams, checkpoint, chunkSize, bus: this.bus,
@@ -51,7 +55,29 @@ export class Store {
     const rocks = await Rocks.open(options.dir, options.inMemory);
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = loadStreams(rocks);
-    return new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
+    const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
+    store.warmTail(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
+    return store;
+  }
+
+  /**
+   * Fills the in-memory log tail with the newest records (up to half its size, leaving room for
+   * new writes): after a restart every projection and subscription resumes near the end of the
+   * log, and reading it from memory instead of RocksDB keeps their catch-up off the event loop's
+   * critical path (measured: RocksDB scans were ~40% of the loop while three system projections
+   * caught up after a restart).
+   */
+  private warmTail(capacityBytes: number): void {
+    // Positions are byte offsets in the log: the newest `budget` bytes start about here.
+    let from = Math.max(0, this.checkpoint.nextPosition - Math.floor(capacityBytes / 2));
+    for (;;) {
+      // Page by page, oldest first, so only one page of row buffers is alive at a time.
+      const { keys, values } = this.rocks.scan({ gte: logKey(from), lt: spaceEnd(SPACE.LOG), limit: 4096 });
+      if (keys.length === 0) return;
+      const positions = keys.map(positionOfLogKey);
+      this.tail.add(positions, values);
+      from = positions[positions.length - 1] + 1;
+    }
   }
 
   get location(): string {
