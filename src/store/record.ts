@@ -71,24 +71,60 @@ export function encodeRecord(streamId: string, eventNumber: number, e: RecordPay
 
 export function decodeRecord(position: number, buf: Buffer): EventRecord {
   assert(buf[0] === VERSION, `unknown record version ${buf[0]} at position ${position}`);
-  const flags = buf[1];
-  const eventNumber = buf.readDoubleBE(2);
-  const created = buf.readDoubleBE(10);
-  const eventId = buf.subarray(18, 34);
-  const streamLength = buf.readUInt16BE(34);
-  const typeLength = buf.readUInt16BE(36);
-  const dataLength = buf.readUInt32BE(38);
-  const metadataLength = buf.readUInt32BE(42);
-  let o = HEADER;
-  const streamId = internUtf8(buf, o, o + streamLength); o += streamLength;
-  const eventType = internUtf8(buf, o, o + typeLength); o += typeLength;
-  const data = buf.subarray(o, o + dataLength); o += dataLength;
-  const metadata = buf.subarray(o, o + metadataLength);
-  return {
-    position, size: buf.length, streamId, eventNumber, eventId, eventType,
-    isJson: (flags & FLAG.JSON) !== 0, dataIsJson: (flags & FLAG.DATA_JSON) !== 0, tombstone: (flags & FLAG.TOMBSTONE) !== 0,
-    data, metadata, created,
-  };
+  return new DecodedRecord(position, buf);
+}
+
+/**
+ * A record read from its bytes. The id, data and metadata views are made when first used: a
+ * reader that looks only at stream, number and type (most system projection work) allocates
+ * one object per record instead of four, which keeps young-generation GC pauses short.
+ */
+class DecodedRecord implements EventRecord {
+  readonly size: number;
+  readonly streamId: string;
+  readonly eventNumber: number;
+  readonly eventType: string;
+  readonly isJson: boolean;
+  readonly dataIsJson: boolean;
+  readonly tombstone: boolean;
+  readonly created: number;
+  private readonly dataStart: number;
+  private readonly dataLength: number;
+  private readonly metadataLength: number;
+  private idView: Buffer | undefined = undefined;
+  private dataView: Buffer | undefined = undefined;
+  private metadataView: Buffer | undefined = undefined;
+
+  constructor(readonly position: number, private readonly bytes: Buffer) {
+    const flags = bytes[1];
+    this.size = bytes.length;
+    this.eventNumber = bytes.readDoubleBE(2);
+    this.created = bytes.readDoubleBE(10);
+    const streamLength = bytes.readUInt16BE(34);
+    const typeLength = bytes.readUInt16BE(36);
+    this.dataLength = bytes.readUInt32BE(38);
+    this.metadataLength = bytes.readUInt32BE(42);
+    let o = HEADER;
+    this.streamId = internUtf8(bytes, o, o + streamLength); o += streamLength;
+    this.eventType = internUtf8(bytes, o, o + typeLength); o += typeLength;
+    this.dataStart = o;
+    this.isJson = (flags & FLAG.JSON) !== 0;
+    this.dataIsJson = (flags & FLAG.DATA_JSON) !== 0;
+    this.tombstone = (flags & FLAG.TOMBSTONE) !== 0;
+  }
+
+  get eventId(): Buffer {
+    return (this.idView ??= this.bytes.subarray(18, 34));
+  }
+
+  get data(): Buffer {
+    return (this.dataView ??= this.bytes.subarray(this.dataStart, this.dataStart + this.dataLength));
+  }
+
+  get metadata(): Buffer {
+    const start = this.dataStart + this.dataLength;
+    return (this.metadataView ??= this.bytes.subarray(start, start + this.metadataLength));
+  }
 }
 
 // Stream names and event types repeat across records: decoding returns the same string for the
