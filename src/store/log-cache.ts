@@ -101,7 +101,7 @@ export class LogTailCache {
     }
     const cached = decoded?.[i];
     if (cached) return cached;
-    const record = decodeRecord(segment.positions[i], segment.bytes.subarray(segment.offsets[i], segment.offsets[i + 1]));
+    const record = decodeRecord(segment.positions[i], segment.bytes, segment.offsets[i], segment.offsets[i + 1]);
     if (decoded) decoded[i] = record;
     return record;
   }

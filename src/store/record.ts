@@ -69,9 +69,10 @@ export function encodeRecord(streamId: string, eventNumber: number, e: RecordPay
   return buf;
 }
 
-export function decodeRecord(position: number, buf: Buffer): EventRecord {
-  assert(buf[0] === VERSION, `unknown record version ${buf[0]} at position ${position}`);
-  return new DecodedRecord(position, buf);
+/** Decodes the record at `start` of `buf` (up to `end`: a record inside a larger buffer needs no view of its own). */
+export function decodeRecord(position: number, buf: Buffer, start = 0, end = buf.length): EventRecord {
+  assert(buf[start] === VERSION, `unknown record version ${buf[start]} at position ${position}`);
+  return new DecodedRecord(position, buf, start, end);
 }
 
 /**
@@ -95,16 +96,16 @@ class DecodedRecord implements EventRecord {
   private dataView: Buffer | undefined = undefined;
   private metadataView: Buffer | undefined = undefined;
 
-  constructor(readonly position: number, private readonly bytes: Buffer) {
-    const flags = bytes[1];
-    this.size = bytes.length;
-    this.eventNumber = bytes.readDoubleBE(2);
-    this.created = bytes.readDoubleBE(10);
-    const streamLength = bytes.readUInt16BE(34);
-    const typeLength = bytes.readUInt16BE(36);
-    this.dataLength = bytes.readUInt32BE(38);
-    this.metadataLength = bytes.readUInt32BE(42);
-    let o = HEADER;
+  constructor(readonly position: number, private readonly bytes: Buffer, private readonly start: number, end: number) {
+    const flags = bytes[start + 1];
+    this.size = end - start;
+    this.eventNumber = bytes.readDoubleBE(start + 2);
+    this.created = bytes.readDoubleBE(start + 10);
+    const streamLength = bytes.readUInt16BE(start + 34);
+    const typeLength = bytes.readUInt16BE(start + 36);
+    this.dataLength = bytes.readUInt32BE(start + 38);
+    this.metadataLength = bytes.readUInt32BE(start + 42);
+    let o = start + HEADER;
     this.streamId = internUtf8(bytes, o, o + streamLength); o += streamLength;
     this.eventType = internUtf8(bytes, o, o + typeLength); o += typeLength;
     this.dataStart = o;
@@ -114,7 +115,7 @@ class DecodedRecord implements EventRecord {
   }
 
   get eventId(): Buffer {
-    return (this.idView ??= this.bytes.subarray(18, 34));
+    return (this.idView ??= this.bytes.subarray(this.start + 18, this.start + 34));
   }
 
   get data(): Buffer {
