@@ -136,10 +136,10 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
   };
 
   /** Create, update and delete answer with the outcome body of the established servers. */
-  const change = async (reply: FastifyReply, run: () => Promise<unknown>, okStatus: number): Promise<FastifyReply> => {
+  const change = async (reply: FastifyReply, run: () => Promise<unknown>): Promise<FastifyReply> => {
     try {
       await run();
-      return outcome(reply, okStatus, 'Success');
+      return outcome(reply, 200, 'Success');
     } catch (err) {
       if (!(err instanceof SubscriptionError)) throw err;
       if (err.kind === 'AlreadyExists') return outcome(reply, 409, 'AlreadyExists', err.message);
@@ -189,28 +189,22 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     return json(reply, 200, info(baseUrl(req), groupOf(req.params)));
   });
 
-  app.put<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
+  /** PUT creates, POST updates: the same settings body, answer and Location. */
+  const define = (apply: typeof service.create) => async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => {
     requireOps(req);
     const { stream, group } = req.params;
     checkSource(stream);
     const settings = settingsOf(req);
     reply.header('Location', groupUrl(baseUrl(req), stream, group));
-    return change(reply, () => service.create(stream, group, settings, principalOf(req).name), 200);
-  });
-
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
-    requireOps(req);
-    const { stream, group } = req.params;
-    checkSource(stream);
-    const settings = settingsOf(req);
-    reply.header('Location', groupUrl(baseUrl(req), stream, group));
-    return change(reply, () => service.update(stream, group, settings, principalOf(req).name), 200);
-  });
+    return change(reply, () => apply.call(service, stream, group, settings, principalOf(req).name));
+  };
+  app.put<{ Params: Params }>('/subscriptions/:stream/:group', define(service.create));
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group', define(service.update));
 
   app.delete<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
     requireOps(req);
     checkSource(req.params.stream);
-    return change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name), 200);
+    return change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name));
   });
 
   const pull = async (req: FastifyRequest<{ Params: Params & { count?: string } }>, reply: FastifyReply) => {

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import { ExpectedVersion, newUuid, type ResolvedEvent, type Store } from '../store/index.js';
+import { newUuid, type ResolvedEvent, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import { ParkedMessages } from './parked.js';
+import { appendKeepingLatest } from './streams.js';
 import { ConsumerSlot, createStrategy, type Consumer, type ConsumerStrategy } from './consumers.js';
 
 // One persistent subscription group: the competing-consumer state machine of the established
@@ -444,16 +445,7 @@ export class PersistentGroup {
         eventId: newUuid(), eventType: CHECKPOINT_EVENT_TYPE, isJson: true, idempotent: false,
         data: Buffer.from(JSON.stringify(String(eventNumber)), 'utf8'), metadata: Buffer.alloc(0),
       };
-      if (this.store.streamInfo(`$$${this.checkpointStream}`)) {
-        await this.store.append(this.checkpointStream, ExpectedVersion.any, [event]);
-      } else {
-        // Only the latest checkpoint is ever read.
-        const meta = { ...event, eventId: newUuid(), eventType: '$metadata', data: Buffer.from('{"$maxCount":2}') };
-        await this.store.transact([
-          { streamId: `$$${this.checkpointStream}`, expected: ExpectedVersion.any, events: [meta] },
-          { streamId: this.checkpointStream, expected: ExpectedVersion.any, events: [event] },
-        ]);
-      }
+      await appendKeepingLatest(this.store, this.checkpointStream, event, 2);
       if (seq > this.lastCheckpointedSeq) {
         this.lastCheckpointedSeq = seq;
         this.lastCheckpointed = eventNumber;

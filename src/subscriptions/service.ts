@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
 import { PersistentGroup, type Message } from './group.js';
+import { appendKeepingLatest } from './streams.js';
 import { fromEntry, toEntry, type GroupSettings, type PersistedEntry } from './settings.js';
 
 // The persistent subscription groups of the node: their definitions (one document, rewritten
@@ -103,15 +104,7 @@ export class SubscriptionService {
       eventId: newUuid(), eventType: CONFIG_EVENT_TYPE, isJson: true, idempotent: false,
       data: Buffer.from(JSON.stringify(doc), 'utf8'), metadata: Buffer.alloc(0),
     };
-    if (this.store.streamInfo(CONFIG_STREAM)) {
-      await this.store.append(CONFIG_STREAM, ExpectedVersion.any, [event]);
-      return;
-    }
-    const meta = { ...event, eventId: newUuid(), eventType: '$metadata', data: Buffer.from('{"$maxCount":2}') };
-    await this.store.transact([
-      { streamId: `$$${CONFIG_STREAM}`, expected: ExpectedVersion.any, events: [meta] },
-      { streamId: CONFIG_STREAM, expected: ExpectedVersion.any, events: [event] },
-    ]);
+    await appendKeepingLatest(this.store, CONFIG_STREAM, event, 2);
   }
 
   private entries(): PersistedEntry[] {
