@@ -597,6 +597,60 @@ describe('the event object (§7)', () => {
 });
 
 // ------------------------------------------------------------------------------------------
+describe('plain event objects: a query that only reads event fields by name (src/projections/event-use.ts)', () => {
+  it('gets plain event objects with the right fields', async () => {
+    const r = await run(`fromAll().partitionBy(e => e.streamId).when({ $any: function (s, e) {
+      return { type: e.eventType, seq: e.sequenceNumber, id: e.eventId, body: e.body, data: e.data, meta: e.metadata,
+        link: e.linkMetadata, partition: e.partition, category: e.category, json: e.isJson };
+    } })`, [ev('A', { v: 1 }, { stream: 's-1', sequenceNumber: 4, eventId: 'a1b2c3d4-0000-4000-8000-00000000abcd', metadata: { m: 1 }, linkMetadata: { l: 2 } })]);
+    expect(r.error).toBeUndefined();
+    expect(r.plainEvents).toBe(true);
+    expect(stateOf(r, 's-1')).toEqual({
+      type: 'A', seq: 4, id: 'a1b2c3d4-0000-4000-8000-00000000abcd', body: { v: 1 }, data: { v: 1 }, meta: { m: 1 },
+      link: { l: 2 }, partition: 's-1', category: null, json: true,
+    });
+  });
+
+  it('metadata that is not JSON still throws when read', async () => {
+    const r = await run(`fromAll().when({ $any: function (s, e) { return { m: e.metadata }; } })`, [ev('A', {}, { metadata: 'not json' })]);
+    expect(r.plainEvents).toBe(true);
+    expect(r.error).toMatch(/JSON|Unexpected token/);
+  });
+
+  it('a query that writes to its events gets frozen ones', async () => {
+    const r = await run(`fromAll().when({ $any: function (s, e) { e.eventType = 'B'; return { t: e.eventType }; } })`, [ev('A')]);
+    expect(r.plainEvents).toBe(false);
+    expect(stateOf(r)).toEqual({ t: 'A' });
+  });
+
+  it('a built-in used as a handler sees the whole event, bodyRaw included', async () => {
+    const r = await run(`fromAll().when({ $init: function () { return {}; }, A: Object.assign })`, [ev('A', {}, { raw: '{ "x": 1 }', isJson: true })]);
+    expect(r.plainEvents).toBe(false);
+    expect(stateOf(r)).toMatchObject({ eventType: 'A', bodyRaw: '{ "x": 1 }', body: { x: 1 }, metadata: null });
+  });
+
+  it('log as a handler writes the whole event', async () => {
+    const r = await run(`fromAll().when({ A: log })`, [ev('A', { x: 1 })], { delivery: 'spliced' });
+    expect(r.plainEvents).toBe(false);
+    expect(r.logs[0]).toContain('"bodyRaw":"{\\"x\\":1}"');
+  });
+
+  it('a bound handler works and gets complete events', async () => {
+    const r = await run(`function h(tag, s, e) { return { tag: tag, t: e.eventType, v: e.body.v }; }
+      fromAll().when({ A: h.bind(null, 'bound') })`, [ev('A', { v: 2 })]);
+    expect(r.plainEvents).toBe(false);
+    expect(stateOf(r)).toEqual({ tag: 'bound', t: 'A', v: 2 });
+  });
+
+  it('a partitionBy function given by reference gets complete events', async () => {
+    const r = await run(`function byStream(e) { return e.streamId; }
+      fromAll().partitionBy(byStream).when({ A: function (s, e) { return { n: (s.n || 0) + 1 }; } })`, [ev('A', {}, { stream: 'x' })]);
+    expect(r.plainEvents).toBe(false);
+    expect(stateOf(r, 'x')).toEqual({ n: 1 });
+  });
+});
+
+// ------------------------------------------------------------------------------------------
 describe("JSON data delivered pre-parsed (the runtime's spliced batch encoding, §7)", () => {
   const SPLICED: RunOptions = { delivery: 'spliced' };
   const raw = '{ "id": 12345678901234567890, "x" : 1.50 }';

@@ -30,6 +30,13 @@ export class JsonBatchWriter {
     return this;
   }
 
+  /** One ASCII byte (punctuation). */
+  byte(c: number): this {
+    this.room(1);
+    this.buf[this.length++] = c;
+    return this;
+  }
+
   /** Raw bytes that are already valid JSON (TypedArray.set: the cheapest copy for short runs). */
   raw(bytes: Uint8Array): this {
     this.room(bytes.length);

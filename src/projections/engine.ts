@@ -1,5 +1,6 @@
-import { isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
-import { JsonBatchWriter } from './batch-writer.js';
+import type { EventRecord } from '../store/index.js';
+import { BatchEncoder, FULL_DELIVERY, type Delivery } from './wire.js';
+import type { EventUse } from './event-use.js';
 import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
 import { definitionProblem, needsRawBody, type SourceDefinition } from './definition.js';
 
@@ -42,22 +43,26 @@ export interface EngineLimits { memoryLimitMb: number; timeoutMs: number }
 
 /** User JavaScript in an isolated-vm sandbox; events cross as one JSON text per batch. */
 export class JsEngine implements Engine {
-  private readonly writer = new JsonBatchWriter();
+  private readonly encoder: BatchEncoder;
 
-  private constructor(private readonly sandbox: Sandbox, private readonly rawBody: boolean) {}
+  private constructor(private readonly sandbox: Sandbox, delivery: Delivery) {
+    this.encoder = new BatchEncoder(delivery);
+  }
 
   static async create(query: string, limits: EngineLimits, emitEnabled: boolean,
     stored: Record<string, [string | null, string | null]>): Promise<JsEngine> {
     const sandbox = await Sandbox.create(query, limits);
+    let delivery: Delivery;
     try {
       const problem = definitionProblem(sandbox.definition);
       if (problem) throw new DefinitionError(problem);
-      await sandbox.start({ emitEnabled }, stored);
+      const { plainEvents } = await sandbox.start({ emitEnabled }, stored);
+      delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), emitEnabled);
     } catch (err) {
       sandbox.dispose();
       throw err;
     }
-    return new JsEngine(sandbox, needsRawBody(sandbox.definition, query));
+    return new JsEngine(sandbox, delivery);
   }
 
   get definition(): SourceDefinition {
@@ -68,16 +73,8 @@ export class JsEngine implements Engine {
     return this.sandbox.disposed;
   }
 
-  /** One JSON text for the whole batch. */
   encode(batch: Selected[]): string {
-    const w = this.writer;
-    w.reset();
-    w.ascii('[');
-    for (let i = 0; i < batch.length; i++) {
-      if (i > 0) w.raw(F.comma);
-      this.encodeEvent(w, batch[i]);
-    }
-    return w.ascii(']').text();
+    return this.encoder.encode(batch);
   }
 
   process(encoded: unknown): Promise<BatchOutcome> {
@@ -95,57 +92,20 @@ export class JsEngine implements Engine {
   dispose(): void {
     this.sandbox.dispose();
   }
-
-  /**
-   * The event as the sandbox reads it, written straight as JSON text. JSON data is copied in
-   * as stored (it was validated when written), so it is parsed once, inside the sandbox.
-   * Absent members read as null inside: only what is there crosses.
-   */
-  private encodeEvent(w: JsonBatchWriter, { event, link, category, deletedPartition }: Selected): void {
-    w.raw(F.eventType).string(event.eventType).raw(F.streamId).string(event.streamId)
-      .raw(F.sequenceNumber).int(event.eventNumber).raw(F.eventId).guid(event.eventId)
-      .raw(event.isJson ? F.isJsonTrue : F.isJsonFalse);
-    if (event.dataIsJson && !this.rawBody) w.raw(F.body).raw(event.data);
-    else w.raw(F.bodyRaw).textOf(event.data);
-    if (event.metadata.length > 0) w.raw(F.metadataRaw).textOf(event.metadata);
-    const linkMetadataRaw = link && link.metadata.length > 0 ? link.metadata.toString('utf8') : null;
-    if (linkMetadataRaw !== null) w.raw(F.linkMetadataRaw).textOf(link!.metadata);
-    const partitionStream = partitionStreamOf(event, linkMetadataRaw);
-    if (partitionStream !== event.streamId) w.raw(F.partitionStream).string(partitionStream);
-    if (category !== null) w.raw(F.category).string(category);
-    if (deletedPartition !== undefined) w.raw(F.deletedPartition).string(deletedPartition);
-    w.raw(F.close);
-  }
 }
 
-/** The constant pieces of an encoded event. */
-const F = {
-  eventType: JsonBatchWriter.fragment('{"eventType":'),
-  streamId: JsonBatchWriter.fragment(',"streamId":'),
-  sequenceNumber: JsonBatchWriter.fragment(',"sequenceNumber":'),
-  eventId: JsonBatchWriter.fragment(',"eventId":'),
-  isJsonTrue: JsonBatchWriter.fragment(',"isJson":true,'),
-  isJsonFalse: JsonBatchWriter.fragment(',"isJson":false,'),
-  body: JsonBatchWriter.fragment('"body":'),
-  bodyRaw: JsonBatchWriter.fragment('"bodyRaw":'),
-  metadataRaw: JsonBatchWriter.fragment(',"metadataRaw":'),
-  linkMetadataRaw: JsonBatchWriter.fragment(',"linkMetadataRaw":'),
-  partitionStream: JsonBatchWriter.fragment(',"partitionStream":'),
-  category: JsonBatchWriter.fragment(',"category":'),
-  deletedPartition: JsonBatchWriter.fragment(',"deletedPartition":'),
-  close: JsonBatchWriter.fragment('}'),
-  comma: JsonBatchWriter.fragment(','),
-};
-
-/** The partition of a foreachStream projection: the original stream, `$o` of a link, x for $$x. */
-export function partitionStreamOf(event: EventRecord, linkMetadataRaw: string | null): string {
-  if (linkMetadataRaw) {
-    try {
-      const o = (JSON.parse(linkMetadataRaw) as { $o?: unknown }).$o;
-      if (typeof o === 'string') return o;
-    } catch {
-      // link metadata that is not JSON carries no $o
-    }
-  }
-  return isMetastream(event.streamId) ? originalStreamOf(event.streamId) : event.streamId;
+/**
+ * What crosses per event. With plain event objects (the query only reads fields by name) the
+ * fields it never reads stay out; emitting needs the id ($causedBy) and metadata ($correlationId).
+ */
+function deliveryFor(use: EventUse, plainEvents: boolean, rawBody: boolean, emitEnabled: boolean): Delivery {
+  if (!plainEvents) return { ...FULL_DELIVERY, rawBody };
+  const reads = new Set(use.reads);
+  return {
+    body: rawBody || reads.has('body') || reads.has('data'),
+    rawBody,
+    eventId: emitEnabled || reads.has('eventId'),
+    metadata: emitEnabled || reads.has('metadata') || reads.has('metadataRaw'),
+    linkMetadata: reads.has('linkMetadata') || reads.has('linkMetadataRaw'),
+  };
 }

@@ -14,6 +14,7 @@ export const PRELUDE = String.raw`
   const Object_keys = Object.keys;
   const Object_getOwnPropertyNames = Object.getOwnPropertyNames;
   const Array_isArray = Array.isArray;
+  const fnToString = Function.prototype.toString;
   const definition = {
     allEvents: false, allStreams: false, streams: [], categories: [], events: [],
     byStream: false, byCustomPartitions: false, definesFold: false, producesResults: false,
@@ -177,40 +178,69 @@ export const PRELUDE = String.raw`
     return '{' + parts.join(',') + '}';
   }
 
-  /** The parsed data of a JSON event (sent parsed, or as text), undefined for other events. */
-  function bodyOf(e) {
-    if (!e.isJson) return undefined;
-    if ('body' in e) return e.body;
-    return e.bodyRaw ? JSON_parse(e.bodyRaw) : undefined;
-  }
   const NO_VALUE = Object.freeze({ value: null });
   function parsedOrThrowing(raw) {
     if (!raw) return NO_VALUE;
     try { return { value: JSON_parse(raw) }; } catch (err) { return { error: err }; }
   }
 
-  // The event object handlers see: a frozen plain object whose fields are all own and enumerable.
-  // JSON data arrives already parsed in the batch; metadata that is not JSON throws on access.
+  // Plain event objects: the query only reads event fields by name (event-use.ts, checked again
+  // in __svcStart), so an object needs no freezing and no field it never reads.
+  let plainEvents = false;
+  let parseMetadata = true;
+  let parseLinkMetadata = true;
+
+  // The event object handlers see: a plain object whose fields are all own and enumerable,
+  // frozen unless plainEvents. JSON data arrives parsed in the batch (bodyRaw is then made from
+  // it if the query can see it) or as raw text; metadata that is not JSON throws on access.
   function envelope(e, partition) {
+    const body = !e.isJson ? undefined : e.hasBody ? e.body : e.bodyRaw ? JSON_parse(e.bodyRaw) : undefined;
     const env = {
       eventType: e.eventType, streamId: e.streamId, sequenceNumber: e.sequenceNumber, eventId: e.eventId,
-      isJson: e.isJson, bodyRaw: e.bodyRaw !== undefined ? e.bodyRaw : ('body' in e ? JSON_stringify(e.body) : null),
-      body: bodyOf(e), data: undefined, metadataRaw: e.metadataRaw === undefined ? null : e.metadataRaw, metadata: null,
-      linkMetadataRaw: e.linkMetadataRaw === undefined ? null : e.linkMetadataRaw, linkMetadata: null, partition,
-      category: e.category === undefined ? null : e.category,
+      isJson: e.isJson, bodyRaw: e.bodyRaw, body, data: body, metadataRaw: e.metadataRaw, metadata: null,
+      linkMetadataRaw: e.linkMetadataRaw, linkMetadata: null, partition, category: e.category,
     };
-    env.data = env.body;
-    if (e.metadataRaw) {
+    if (e.metadataRaw !== null && parseMetadata) {
       const meta = parsedOrThrowing(e.metadataRaw);
       if (meta.error) Object.defineProperty(env, 'metadata', { enumerable: true, get() { throw meta.error; } });
       else env.metadata = meta.value;
     }
-    if (e.linkMetadataRaw) {
+    if (e.linkMetadataRaw !== null && parseLinkMetadata) {
       const link = parsedOrThrowing(e.linkMetadataRaw);
       if (link.error) Object.defineProperty(env, 'linkMetadata', { enumerable: true, get() { throw link.error; } });
       else env.linkMetadata = link.value;
     }
+    if (plainEvents) return env;
+    if (e.hasBody && e.bodyRaw === null) env.bodyRaw = JSON_stringify(e.body);
     return Object.freeze(env);
+  }
+
+  // The batch wire format (wire.ts): events flat in one array, each as flags, type and stream
+  // (indexes into the string table, the last element), event number, then the fields its
+  // flags name. Each event is decoded into this one reused record.
+  const F_JSON = 1, F_BODY = 2, F_RAW = 4, F_METADATA = 8, F_LINK_METADATA = 16, F_PARTITION = 32, F_CATEGORY = 64, F_DELETED = 128, F_ID = 256;
+  const ev = {
+    eventType: '', streamId: '', sequenceNumber: 0, eventId: null, isJson: false, hasBody: false, body: undefined, bodyRaw: null,
+    metadataRaw: null, linkMetadataRaw: null, partitionStream: null, category: null, deletedPartition: null,
+  };
+  /** Decodes the event at a[i] into ev; returns the index of the next one. */
+  function decode(a, i, strings) {
+    const flags = a[i];
+    ev.eventType = strings[a[i + 1]];
+    ev.streamId = strings[a[i + 2]];
+    ev.sequenceNumber = a[i + 3];
+    i += 4;
+    ev.isJson = (flags & F_JSON) !== 0;
+    ev.eventId = flags & F_ID ? a[i++] : null;
+    ev.hasBody = (flags & F_BODY) !== 0;
+    ev.body = ev.hasBody ? a[i++] : undefined;
+    ev.bodyRaw = flags & F_RAW ? a[i++] : null;
+    ev.metadataRaw = flags & F_METADATA ? a[i++] : null;
+    ev.linkMetadataRaw = flags & F_LINK_METADATA ? a[i++] : null;
+    ev.partitionStream = flags & F_PARTITION ? strings[a[i++]] : null;
+    ev.category = flags & F_CATEGORY ? strings[a[i++]] : null;
+    ev.deletedPartition = flags & F_DELETED ? strings[a[i++]] : null;
+    return i;
   }
 
   function requireEmit() {
@@ -308,7 +338,7 @@ export const PRELUDE = String.raw`
 
   let partitionEnvelope = null; // the envelope partitionBy saw, reused when the partition is ''
   function partitionOf(e) {
-    if (config.byStream) return e.partitionStream === undefined ? e.streamId : e.partitionStream;
+    if (config.byStream) return e.partitionStream === null ? e.streamId : e.partitionStream;
     if (config.byCustomPartitions) {
       const key = partitionFn(partitionEnvelope = envelope(e, ''));
       if (typeof key === 'string') return key;
@@ -320,7 +350,7 @@ export const PRELUDE = String.raw`
 
   function handleOne(e) {
     current = e;
-    if (e.deletedPartition !== undefined) {
+    if (e.deletedPartition !== null) {
       if (!handlers.$deleted) return false;
       const partition = e.deletedPartition;
       const state = stateOf(partition, null);
@@ -388,7 +418,22 @@ export const PRELUDE = String.raw`
       if (result !== null) results.set(p, result);
     }
     global.emit = emit; global.linkTo = linkTo; global.linkStreamTo = linkStreamTo; global.copyTo = copyTo;
+    const use = config.eventUse;
+    plainEvents = !use.escapes && handlersAreKnown(use);
+    parseMetadata = !plainEvents || use.reads.indexOf('metadata') >= 0;
+    parseLinkMetadata = !plainEvents || use.reads.indexOf('linkMetadata') >= 0;
+    return JSON_stringify({ plainEvents });
   };
+
+  /** Every function that receives event objects is one the host analysed (not a built-in or bound function). */
+  function handlersAreKnown(use) {
+    const known = (fn, texts) => { try { return texts.indexOf(fnToString.call(fn)) >= 0; } catch (err) { return false; } };
+    for (const key of Object_keys(handlers)) {
+      if (key === '$init' || key === '$initShared' || key === '$deleted') continue;
+      if (!known(handlers[key], use.functions)) return false;
+    }
+    return partitionFn === null || known(partitionFn, use.partitionFunctions);
+  }
 
   /** Serialises the partitions touched since the last collection; reports those whose state changed. */
   function collectChanges() {
@@ -412,18 +457,21 @@ export const PRELUDE = String.raw`
    * the changed partitions are serialised now; otherwise they wait for __svcCollect (checkpoints).
    */
   global.__svcProcess = function (batchJson, collect) {
-    const events = JSON.parse(batchJson);
+    const a = JSON_parse(batchJson);
+    const end = a.length - 1;
+    const strings = a[end];
     out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null };
     logs.length = 0;
     const emitted = out.emitted;
-    for (let i = 0; i < events.length; i++) {
+    for (let i = 0, n = 0; i < end; n++) {
       const emittedBefore = emitted.length;
       try {
-        if (handleOne(events[i])) out.handled++;
-        out.processed = i + 1;
+        i = decode(a, i, strings);
+        if (handleOne(ev)) out.handled++;
+        out.processed = n + 1;
       } catch (err) {
         emitted.length = emittedBefore; // what the failing event emitted is not kept
-        out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: i };
+        out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: n };
         break;
       }
     }

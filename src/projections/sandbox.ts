@@ -1,31 +1,12 @@
 import ivm from 'isolated-vm';
 import { PRELUDE } from './prelude.js';
 import type { SourceDefinition } from './definition.js';
+import { analyseEventUse, type EventUse } from './event-use.js';
+import { encodeSandboxEvents, type SandboxEvent } from './wire.js';
 
 // One isolate per running projection: a memory limit for the whole isolate and a CPU time
 // limit per call. The host crosses the boundary once per batch (one JSON text in, one out);
 // handlers never call back into the host.
-
-/**
- * An event as the sandbox sees it (the envelope is built inside from these fields). The data
- * comes either parsed (`body`, for JSON data) or as text (`bodyRaw`).
- */
-export interface SandboxEvent {
-  eventType: string;
-  streamId: string;
-  sequenceNumber: number;
-  eventId: string;
-  isJson: boolean;
-  bodyRaw?: string | null;
-  body?: unknown;
-  metadataRaw: string | null;
-  linkMetadataRaw: string | null;
-  /** The partition of a foreachStream projection (the original stream, `$o` of a link, x of $$x). */
-  partitionStream: string;
-  category?: string | null;
-  /** Set for a "partition deleted" notification instead of an event. */
-  deletedPartition?: string;
-}
 
 export interface EmittedEvent {
   streamId: string;
@@ -66,6 +47,8 @@ export class Sandbox {
     private readonly entry: EntryPoints,
     private readonly limits: SandboxLimits,
     readonly definition: SourceDefinition,
+    /** What the query can observe of event objects (found from its source). */
+    readonly eventUse: EventUse,
   ) {}
 
   /** Runs the query once to record its definition. */
@@ -88,26 +71,30 @@ export class Sandbox {
         throw new DefinitionError(describe(err));
       }
       const definitionJson = await entry.Definition.apply(undefined, [], { result: { copy: true }, timeout: limits.timeoutMs }) as string;
-      return new Sandbox(isolate, entry, limits, JSON.parse(definitionJson) as SourceDefinition);
+      return new Sandbox(isolate, entry, limits, JSON.parse(definitionJson) as SourceDefinition, analyseEventUse(source));
     } catch (err) {
       if (!isolate.isDisposed) isolate.dispose();
       throw err;
     }
   }
 
-  /** Switches to the execution phase with the stored partition states ({partition: [state, result]}). */
-  async start(config: { emitEnabled: boolean }, states: Record<string, [string | null, string | null]>): Promise<void> {
-    await this.entry.Start.apply(undefined, [JSON.stringify(config), JSON.stringify(states)],
-      { arguments: { copy: true }, timeout: this.limits.timeoutMs });
+  /**
+   * Switches to the execution phase with the stored partition states ({partition: [state, result]}).
+   * `plainEvents`: handlers get unfrozen event objects with only the fields they read (see event-use.ts).
+   */
+  async start(config: { emitEnabled: boolean }, states: Record<string, [string | null, string | null]>): Promise<{ plainEvents: boolean }> {
+    const text = await this.entry.Start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
+      { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
+    return JSON.parse(text) as { plainEvents: boolean };
   }
 
   /**
-   * Handles one batch. A timeout or the memory limit becomes a fault at the batch's first event.
+   * Handles one batch (the wire format of wire.ts). A timeout or the memory limit becomes a fault at the batch's first event.
    * With `collect` false the changed partitions are left for collect() (done at checkpoints).
    */
   async process(events: SandboxEvent[] | string, collect = true): Promise<BatchOutcome> {
     try {
-      const batch = typeof events === 'string' ? events : JSON.stringify(events);
+      const batch = typeof events === 'string' ? events : encodeSandboxEvents(events);
       const text = await this.entry.Process.apply(undefined, [batch, collect],
         { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
       return JSON.parse(text) as BatchOutcome;

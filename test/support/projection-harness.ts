@@ -6,7 +6,8 @@
 // from eventFilterOf, "content type validation" of JSON events, $deleted notifications),
 // feeds them in batches, and folds the reported changes into final states and results.
 
-import { DefinitionError, Sandbox, type BatchOutcome, type ChangedPartition, type EmittedEvent, type SandboxEvent } from '../../src/projections/sandbox.js';
+import { DefinitionError, Sandbox, type BatchOutcome, type ChangedPartition, type EmittedEvent } from '../../src/projections/sandbox.js';
+import { encodeSandboxEvents, type SandboxEvent } from '../../src/projections/wire.js';
 import { definitionProblem, eventFilterOf, needsRawBody, type SourceDefinition } from '../../src/projections/definition.js';
 
 /** One event written to a stream. */
@@ -92,6 +93,8 @@ export interface RunResult {
   handled: number;
   processed: number;
   fault: RunFault | null;
+  /** Handlers got plain (unfrozen, only the fields read) event objects (see src/projections/event-use.ts). */
+  plainEvents?: boolean;
   /** definitionError ?? problem ?? fault message. */
   error?: string;
 }
@@ -191,12 +194,7 @@ export function deliverable(events: SandboxEvent[], def: SourceDefinition, conte
 
 /** The batch as one JSON text, JSON data spliced in as `body` unless the query needs raw text (the runtime's encoding). */
 export function splicedBatch(events: SandboxEvent[], rawBody = false): string {
-  return `[${events.map((e) => {
-    const { bodyRaw, ...rest } = e;
-    const text = JSON.stringify(rest);
-    const body = !rawBody && e.isJson && isValidJson(bodyRaw ?? null) ? `"body":${bodyRaw}` : `"bodyRaw":${JSON.stringify(bodyRaw ?? null)}`;
-    return `${text.slice(0, -1)},${body}}`;
-  }).join(',')}]`;
+  return encodeSandboxEvents(events, !rawBody);
 }
 
 /** Only the definition phase and the §8 check. */
@@ -246,7 +244,7 @@ export async function runProjection(source: string, specs: InputSpec[] = [], opt
       result.states[p] = state;
       result.results[p] = res;
     }
-    await sandbox.start({ emitEnabled: opts.emitEnabled ?? false }, stored);
+    result.plainEvents = (await sandbox.start({ emitEnabled: opts.emitEnabled ?? false }, stored)).plainEvents;
     const delivered = deliverable(toSandboxEvents(specs, def), def, opts.contentValidation ?? true);
     result.delivered = delivered;
     const size = Math.max(1, opts.batchSize ?? (delivered.length || 1));
