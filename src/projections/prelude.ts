@@ -483,6 +483,7 @@ export const PRELUDE = String.raw`
       }
     }
     out.logs = logs.slice();
+    out.touched = touched.size;
     return JSON_stringify(out);
   };
 

@@ -24,6 +24,8 @@ export interface BatchOutcome {
   changed: ChangedPartition[];
   logs: string[];
   handled: number;
+  /** Partitions whose state changed since the last collection (not yet serialised). */
+  touched?: number;
   /** Events consumed before a fault (all of them when there was none). */
   processed: number;
   fault: { message: string; index: number } | null;
