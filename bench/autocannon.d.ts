@@ -20,6 +20,8 @@ declare module 'autocannon' {
       pipelining?: number;
       /** Requests per second across all connections. */
       overallRate?: number;
+      /** Record raw response times instead of "correcting" them for coordinated omission. */
+      ignoreCoordinatedOmission?: boolean;
       timeout?: number;
       method?: string;
       headers?: Record<string, string>;

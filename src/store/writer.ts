@@ -70,10 +70,11 @@ export interface WriterDeps {
 const MAX_OPS_PER_FLUSH = 4096;
 const MAX_BYTES_PER_FLUSH = 16 * 1024 * 1024;
 /**
- * A client append queued while a background flush is in flight waits for it: past this many
- * records the rest of the deferred writes waits for the next background flush.
+ * Deferred-sync writes are flushed in slices of about this many records (a transaction is never
+ * split): each slice holds the event loop for a few milliseconds, and a client append waits for
+ * at most one.
  */
-const MAX_RECORDS_PER_BACKGROUND_FLUSH = 1000;
+const MAX_RECORDS_PER_DEFERRED_FLUSH = 1000;
 const METADATA_EVENT_TYPE = '$metadata';
 
 /** The batch being built by one flush: stream infos and event ids changed so far overlay the committed ones. */
@@ -208,9 +209,9 @@ export class Writer {
 
   /**
    * Appends to several streams atomically: every write is applied, or none is. With `deferSync`
-   * (projection checkpoints: a crash only makes the projection redo them) the write is made on the
-   * write thread without an fsync of its own; it is durable with the next synced write, since
-   * syncing the log makes everything before it durable, and the writer syncs on close.
+   * (projection checkpoints: a crash only makes the projection redo them) the write is made
+   * without an fsync of its own; it is durable with the next synced write, since syncing the log
+   * makes everything before it durable, and the writer syncs on close.
    */
   transact(writes: StreamWrite[], deferSync = false): Promise<AppendResult[]> {
     assert(writes.length > 0 && writes.every((w) => w.events.length > 0), 'a transaction writes at least one event to each stream');
@@ -274,14 +275,14 @@ export class Writer {
     const outcomes: (() => void)[] = [];
     const taken: Pending[] = [];
     const now = nowMicros();
-    // Deferred-sync transactions are flushed together on the write thread; everything else
-    // (which goes first) is written here with its fsync, without the hand-off.
-    const background = isDeferred(this.queue[0]);
-    const maxRecords = background ? MAX_RECORDS_PER_BACKGROUND_FLUSH : Infinity;
+    // Deferred-sync transactions are flushed together without an fsync; everything else (which
+    // goes first) is written with its fsync.
+    const deferred = isDeferred(this.queue[0]);
+    const maxRecords = deferred ? MAX_RECORDS_PER_DEFERRED_FLUSH : Infinity;
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH
       && builder.records.length < maxRecords) {
       const op = this.queue[0];
-      if (isDeferred(op) !== background) break;
+      if (isDeferred(op) !== deferred) break;
       const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
       const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
       if (targets.some((t) => builder.metadataWritten.has(t))) break; // its metadata changes in this batch: next flush
@@ -331,17 +332,14 @@ export class Writer {
       this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
       this.afterFlush();
     };
-    if (background) {
-      // Nothing else is planned until this write is done (afterFlush), so the in-memory stream
-      // infos the next flush plans against are the ones this write leaves.
-      this.unsynced = true;
-      this.deps.rocks.writeInBackground(builder.ops).then(durable, failed)
-        .catch((err: unknown) => setImmediate(() => { throw err; })); // a broken invariant fails loudly, as on the sync path
-      return;
-    }
     try {
-      this.deps.rocks.writeDurable(builder.ops);
-      this.unsynced = false;
+      if (deferred) {
+        this.deps.rocks.writeUnsynced(builder.ops);
+        this.unsynced = true;
+      } else {
+        this.deps.rocks.writeDurable(builder.ops);
+        this.unsynced = false;
+      }
     } catch (err) {
       failed(err as Error);
       return;
