@@ -158,6 +158,27 @@ describe('restart and reset (in-process node)', () => {
     }
   });
 
+  it('a catch-up over many partitions checkpoints on the way (at most 500 changed partitions each), and resumes with every state', async () => {
+    const type = uniq('Many');
+    const prefix = uniq('many');
+    const streams = Array.from({ length: 1100 }, (_, i) => `${prefix}-${i}`);
+    // Round by round, so every 2,000 records of the log touch all 1,100 partitions: 4,400 events
+    // are three read batches.
+    for (let round = 1; round <= 4; round++) {
+      for (let i = 0; i < streams.length; i += 100) {
+        await Promise.all(streams.slice(i, i + 100).map((s) => appendOk(t, s, [newEvent(type, { v: round })])));
+      }
+    }
+    const name = uniq('many-proj');
+    await createOk(t, 'continuous', name, `fromAll().foreachStream().when({ '${type}': function (s, e) { s.sum = (s.sum || 0) + e.body.v; } })`);
+    await waitState(t, name, { sum: 10 }, streams[streams.length - 1], 15_000);
+    // Checkpoints after the first and second batches (1,100 partitions changed each) and, once
+    // idle, the last. Without the limit every change waited for the end of the catch-up: one.
+    await eventually(async () => expect(await streamLength(t, `$projections-${name}-checkpoint`)).toBe(3), 10_000);
+    await t.restart();
+    for (const s of [streams[0], streams[550], streams[1099]]) await waitState(t, name, { sum: 10 }, s);
+  });
+
   it('after a restart: definitions, enabled flags, config, versions, partition states and results are intact; processing continues exactly', async () => {
     const type = uniq('Dep');
     const a = uniq('acct');
