@@ -23,13 +23,6 @@ export class JsonBatchWriter {
     this.buf = bigger;
   }
 
-  /** ASCII text known to need no escaping (member names, punctuation, numbers). */
-  ascii(text: string): this {
-    this.room(text.length);
-    this.length += this.buf.write(text, this.length, 'latin1');
-    return this;
-  }
-
   /** One ASCII byte (punctuation). */
   byte(c: number): this {
     this.room(1);
@@ -47,7 +40,7 @@ export class JsonBatchWriter {
 
   /** A non-negative integer, written digit by digit (no string made). */
   int(n: number): this {
-    if (n < 0 || !Number.isSafeInteger(n)) return this.ascii(String(n));
+    if (n < 0 || !Number.isSafeInteger(n)) return this.raw(Buffer.from(String(n), 'latin1'));
     this.room(16);
     const b = this.buf;
     let digits = 1;
@@ -59,11 +52,6 @@ export class JsonBatchWriter {
       n = Math.floor(n / 10);
     } while (n > 0);
     return this;
-  }
-
-  /** A constant piece of JSON text, encoded once. */
-  static fragment(text: string): Uint8Array {
-    return Uint8Array.from(Buffer.from(text, 'utf8'));
   }
 
   /** A JSON string of `text` (escaped), cached for names that repeat. */
