@@ -4,6 +4,8 @@
 // execution phase: the host passes batches of events as one JSON text and gets one JSON text
 // back with the changed partitions, emitted events and log lines. Nothing else crosses.
 
+import { WIRE } from './wire.js';
+
 export const PRELUDE = String.raw`
 'use strict';
 (function (global) {
@@ -218,7 +220,8 @@ export const PRELUDE = String.raw`
   // The batch wire format (wire.ts): events flat in one array, each as flags, type and stream
   // (indexes into the string table, the last element), event number, then the fields its
   // flags name. Each event is decoded into this one reused record.
-  const F_JSON = 1, F_BODY = 2, F_RAW = 4, F_METADATA = 8, F_LINK_METADATA = 16, F_PARTITION = 32, F_CATEGORY = 64, F_DELETED = 128, F_ID = 256;
+  const F_JSON = ${WIRE.JSON}, F_BODY = ${WIRE.BODY}, F_RAW = ${WIRE.RAW}, F_METADATA = ${WIRE.METADATA}, F_LINK_METADATA = ${WIRE.LINK_METADATA};
+  const F_PARTITION = ${WIRE.PARTITION}, F_CATEGORY = ${WIRE.CATEGORY}, F_DELETED = ${WIRE.DELETED}, F_ID = ${WIRE.ID};
   const ev = {
     eventType: '', streamId: '', sequenceNumber: 0, eventId: null, isJson: false, hasBody: false, body: undefined, bodyRaw: null,
     metadataRaw: null, linkMetadataRaw: null, partitionStream: null, category: null, deletedPartition: null,

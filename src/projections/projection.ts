@@ -267,7 +267,7 @@ export class Projection {
     if (!this.checkpoints) return false;
     // Many pending emits make one large write that would hold the event loop: write them now.
     if (this.pendingEmits.length >= MAX_EMITS_PER_CHECKPOINT) return true;
-    if (this.partitionsTouched + this.changedPartitions.size >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
+    if (this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
     const since = Date.now() - this.lastCheckpointAt;
     const config = this.persisted.config;
     if (since < config.checkpointAfterMs) return false;

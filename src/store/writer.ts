@@ -319,32 +319,22 @@ export class Writer {
     }
     const next = this.prepareCommit(builder);
     const started = performance.now();
-    const failed = (err: Error) => {
-      this.stats.flushed(0, performance.now() - started, this.queue.length);
-      for (const op of taken) op.reject(err);
-      this.afterFlush();
-    };
-    // Durable: now make it visible, acknowledge, and tell the followers.
-    const durable = () => {
-      this.applyCommit(builder, next);
-      this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
-      for (const outcome of outcomes) outcome();
-      this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
-      this.afterFlush();
-    };
     try {
-      if (deferred) {
-        this.deps.rocks.writeUnsynced(builder.ops);
-        this.unsynced = true;
-      } else {
-        this.deps.rocks.writeDurable(builder.ops);
-        this.unsynced = false;
-      }
+      if (deferred) this.deps.rocks.writeUnsynced(builder.ops);
+      else this.deps.rocks.writeDurable(builder.ops);
+      this.unsynced = deferred;
     } catch (err) {
-      failed(err as Error);
+      this.stats.flushed(0, performance.now() - started, this.queue.length);
+      for (const op of taken) op.reject(err as Error);
+      this.afterFlush();
       return;
     }
-    durable();
+    // Durable (or, deferred, written): now make it visible, acknowledge, and tell the followers.
+    this.applyCommit(builder, next);
+    this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
+    for (const outcome of outcomes) outcome();
+    this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+    this.afterFlush();
   }
 
   private afterFlush(): void {

@@ -17,8 +17,6 @@ declare module '@nxtedition/rocksdb' {
     open(options?: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
     readonly status: string;
-    /** The native database handle, for opening the same database on another thread. */
-    readonly handle: bigint;
     batch(): ChainedBatch;
     querySync(options: RangeOptions): { rows: (Buffer | undefined)[]; finished: boolean };
     _getManySync(keys: Buffer[], options?: { valueEncoding?: 'buffer' | 'utf8'; fillCache?: boolean }): (Buffer | undefined)[];
