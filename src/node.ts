@@ -52,16 +52,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
   const store = await Store.open({
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
+    maxEventBytes: config.maxAppendSize,
   });
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
+    maxStateBytes: config.maxProjectionStateSize,
     runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
   });
   const subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();
-  const peers = new Map<string, Record<string, unknown>>();
   let app: FastifyInstance | undefined;
   let port = 0;
   let closing: Promise<void> | undefined;
@@ -125,10 +126,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     version: VERSION,
     stats,
     currentConfig: () => current,
-    gossip: () => gossipOf(instanceId, current.config, port, store, peers),
-    receiveGossip: (members) => {
-      for (const m of members) if (m.instanceId !== instanceId) peers.set(String(m.instanceId), m);
-    },
+    gossip: () => gossipOf(instanceId, current.config, port, store),
     requestShutdown: () => {
       void close().then(() => options.onShutdown?.());
     },
@@ -176,7 +174,7 @@ function applyReloadable(current: LoadedConfig, next: LoadedConfig): LoadedConfi
   return { config: config as Config, sources };
 }
 
-function gossipOf(instanceId: string, config: Config, port: number, store: Store, peers: Map<string, Record<string, unknown>>) {
+function gossipOf(instanceId: string, config: Config, port: number, store: Store) {
   const self = {
     instanceId, timeStamp: new Date().toISOString(), state: 'Leader', isAlive: true,
     internalTcpIp: config.httpIp, internalTcpPort: 0, internalSecureTcpPort: 0,
@@ -187,5 +185,5 @@ function gossipOf(instanceId: string, config: Config, port: number, store: Store
     epochPosition: 0, epochNumber: 0, epochId: '00000000-0000-0000-0000-000000000000',
     nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
   };
-  return { members: [self, ...peers.values()], serverIp: config.httpIp, serverPort: port };
+  return { members: [self], serverIp: config.httpIp, serverPort: port };
 }

@@ -921,7 +921,8 @@ describe('result, partition and checkpoint streams', () => {
 
     const aCheckpoint = await eventually(async () => {
       const list = await events(`$projections-${name}-${a}-checkpoint`);
-      expect(list.at(-1)?.body).toEqual([{ n: 4 }, { n: 4 }]);
+      // [state] when the result is the state (as the root checkpoint), else [state, result]
+      expect(list.at(-1)?.body).toEqual([{ n: 4 }]);
       return list;
     });
     expect(aCheckpoint.at(-1)!.eventType).toBe('$Checkpoint');

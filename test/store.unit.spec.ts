@@ -3,16 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ExpectedVersion, newUuid, Store, StreamDeletedError, WrongExpectedVersionError, type ProposedEvent,
+  ExpectedVersion, InvalidWriteError, jsonDepthExceeds, newUuid, Store, StreamDeletedError, WrongExpectedVersionError,
+  type ProposedEvent,
 } from '../src/store/index.js';
 
 const dirs: string[] = [];
 const stores: Store[] = [];
 
 async function openStore(dir = mkdtempSync(join(tmpdir(), 'svc-store-')), chunkSize = 256 * 1024 * 1024,
-  logCacheBytes?: number): Promise<Store> {
+  logCacheBytes?: number, maxEventBytes?: number): Promise<Store> {
   dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes });
+  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes, maxEventBytes });
   stores.push(store);
   return store;
 }
@@ -213,5 +214,89 @@ describe('store', () => {
     expect(view(cached)).toEqual(expected);
     expect(cached.readCounters.cachedRecord).toBeGreaterThan(0);
     expect(cached.readCounters.notCachedRecord).toBeGreaterThan(0);
+  });
+});
+
+describe('the write door', () => {
+  function raw(type: string, data: string, metadata = ''): ProposedEvent {
+    return { eventId: newUuid(), eventType: type, isJson: true, data: Buffer.from(data), metadata: Buffer.from(metadata) };
+  }
+
+  async function refusal(p: Promise<unknown>): Promise<InvalidWriteError> {
+    const outcome = await p.then(() => undefined, (err: unknown) => err);
+    expect(outcome).toBeInstanceOf(InvalidWriteError);
+    return outcome as InvalidWriteError;
+  }
+
+  it('a refused write in the middle of one batch fails alone: the writes around it are acknowledged and stored', async () => {
+    const store = await openStore();
+    // Queued in the same tick: one flush takes them all into one batch.
+    const writes = [
+      store.append('good-1', ExpectedVersion.any, [event('A')]),
+      store.append('x'.repeat(70_000), ExpectedVersion.any, [event('B')]),
+      store.transact([
+        { streamId: 'good-2', expected: ExpectedVersion.any, events: [event('C')] },
+        { streamId: 'bad-type', expected: ExpectedVersion.any, events: [event('T'.repeat(70_000))] },
+      ]),
+      store.append('good-3', ExpectedVersion.any, [event('D'), event('E')]),
+      store.append('good-4', ExpectedVersion.any, [event('F'), raw('$>', '-5@')]),
+      store.deleteStream('$all', ExpectedVersion.any, true),
+      store.append('good-5', ExpectedVersion.noStream, [event('G')]),
+    ];
+    const [a, b, c, d, e, f, g] = await Promise.allSettled(writes);
+    expect(a.status).toBe('fulfilled');
+    expect(b.status === 'rejected' && b.reason.rule).toBe('stream-name');
+    expect(c.status === 'rejected' && c.reason.rule).toBe('event-type');
+    expect(d.status).toBe('fulfilled');
+    expect(e.status === 'rejected' && e.reason.rule).toBe('link');
+    expect(f.status === 'rejected' && f.reason.rule).toBe('stream-name');
+    expect(g.status).toBe('fulfilled');
+    const types = store.readAllForward(0, 100).records.map((r) => `${r.streamId}/${r.eventType}`);
+    expect(types).toEqual(['good-1/A', 'good-3/D', 'good-3/E', 'good-5/G']);
+    // Nothing of the refused transaction or of the half-good append was written: their streams do not exist.
+    for (const stream of ['good-2', 'good-4', 'bad-type']) expect(store.streamInfo(stream)).toBeUndefined();
+    // The writer keeps going.
+    await store.append('after', ExpectedVersion.any, [event()]);
+    expect(store.readStreamForward('after', 0, 1).status).toBe('ok');
+  });
+
+  it('names the stream and the rule: empty and $all streams, empty and long types, size, links, JSON depth', async () => {
+    const store = await openStore(undefined, undefined, undefined, 4096);
+    expect((await refusal(store.append('', ExpectedVersion.any, [event()]))).message).toMatch(/must not be empty/);
+    expect((await refusal(store.append('$all', ExpectedVersion.any, [event()]))).message).toMatch(/'\$all' is the log itself/);
+    expect((await refusal(store.append('$$', ExpectedVersion.any, [event()]))).message).toMatch(/metadata stream of no stream/);
+    expect((await refusal(store.append('s', ExpectedVersion.any, [event('')]))).message).toMatch(/event type must not be empty/);
+    const big = await refusal(store.append('s', ExpectedVersion.any, [raw('T', JSON.stringify({ s: 'x'.repeat(5000) }))]));
+    expect(big.rule).toBe('event-size');
+    expect(big.message).toMatch(/limited to 4,096 bytes \(maxAppendSize\)/);
+    for (const body of ['5', '@s', '-1@s', '1.5@s', '1@', '1e3@s', '99999999999999999999@s']) {
+      expect((await refusal(store.append('s', ExpectedVersion.any, [raw('$>', body)]))).rule, body).toBe('link');
+    }
+    const deep = '['.repeat(1001) + ']'.repeat(1001);
+    expect((await refusal(store.append('s', ExpectedVersion.any, [raw('T', deep)]))).message).toMatch(/data is JSON nested deeper than 1000/);
+    expect((await refusal(store.append('s', ExpectedVersion.any, [raw('T', '{}', deep)]))).message).toMatch(/metadata is JSON nested/);
+    const long = await refusal(store.append('y'.repeat(70_000), ExpectedVersion.any, [event()]));
+    expect(long.message).toMatch(/^Invalid write to stream 'y{60}… \(70,000 bytes\)': the stream name is 70,000 bytes/);
+    expect(long.message.length).toBeLessThan(300);
+    // At the limits, writes go through: a 65,533-byte name (its metastream fits), 1,000 levels, a good link.
+    const atLimit = 'z'.repeat(65_533);
+    await store.append(atLimit, ExpectedVersion.any, [event()]);
+    await store.deleteStream(atLimit, ExpectedVersion.any, false);
+    await store.append(atLimit, ExpectedVersion.any, [event()]); // recreating writes its $tb to $$name
+    await store.append('s', ExpectedVersion.any, [raw('T', '['.repeat(1000) + ']'.repeat(1000)), raw('$>', '0@s')]);
+    expect(store.streamInfo('s')?.lastEventNumber).toBe(1);
+    expect(nothingWrittenBy(store, ['', '$all', '$$'])).toBe(true);
+  });
+
+  function nothingWrittenBy(store: Store, streams: string[]): boolean {
+    return streams.every((s) => store.streamInfo(s) === undefined);
+  }
+
+  it('measures JSON depth outside strings only', () => {
+    expect(jsonDepthExceeds('[[["[[[[", "]"]]]', 3)).toBe(false);
+    expect(jsonDepthExceeds('[[[["\\"]]]]', 3)).toBe(true);
+    expect(jsonDepthExceeds('{"a":{"b":{"c":"\\\"[[[[[["}}}', 3)).toBe(false);
+    expect(jsonDepthExceeds(Buffer.from('[{"a":[{"b":1}]}]'), 4)).toBe(false);
+    expect(jsonDepthExceeds(Buffer.from('[{"a":[{"b":[]}]}]'), 4)).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from '../store/index.js';
+import { InvalidWriteError, StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from '../store/index.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
-import { ApiError } from './errors.js';
+import { API_ERRORS, ApiError } from './errors.js';
 import { currentVersionHeaders } from './headers.js';
 import type { ApiContext } from './context.js';
 import { registerStreamWrites } from './streams-write.js';
@@ -90,6 +90,13 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     if (error instanceof StreamDeletedError) {
       reply.raw.statusMessage = 'Stream deleted';
       return reply.code(410).send();
+    }
+    if (error instanceof InvalidWriteError) {
+      // The store's write door refused it: too large is 413 as at the HTTP door, any other rule 400.
+      const code = error.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST';
+      const status = API_ERRORS[code];
+      reply.raw.statusMessage = status.reason;
+      return reply.code(status.status).type('text/plain; charset=utf-8').send(error.message);
     }
     if (error instanceof StoreClosedError) {
       reply.raw.statusMessage = 'Server Is Not Ready';

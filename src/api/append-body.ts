@@ -1,6 +1,7 @@
 import { parseUuid, type ProposedEvent } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { MEDIA } from './media.js';
+import { parseJsonBody } from './json-body.js';
 
 // Turning an append request into events. The array form carries ids, types, data and metadata
 // in the body; the single-body forms carry one event whose type and id come from headers.
@@ -43,12 +44,7 @@ function member(item: Record<string, unknown>, name: string): unknown {
 }
 
 export function parseEventArray(body: Buffer, maxEventSize: number): ProposedEvent[] {
-  let items: unknown;
-  try {
-    items = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw badRequest(INVALID_BODY);
-  }
+  const items = parseJsonBody(body, INVALID_BODY);
   if (!Array.isArray(items) || items.length === 0) throw badRequest(INVALID_BODY);
   return items.map((item, index) => {
     if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(INVALID_BODY);
@@ -70,13 +66,7 @@ export function parseEventArray(body: Buffer, maxEventSize: number): ProposedEve
 export function singleEvent(body: Buffer, mediaType: string, eventId: Buffer, eventType: string, maxEventSize: number): ProposedEvent {
   checkSize(body.length, maxEventSize);
   const isJson = mediaType === MEDIA.json || mediaType.endsWith('+json');
-  if (isJson) {
-    try {
-      JSON.parse(body.toString('utf8'));
-    } catch {
-      throw badRequest(INVALID_BODY);
-    }
-  }
+  if (isJson) parseJsonBody(body, INVALID_BODY);
   return { eventId, eventType, isJson, data: body, metadata: EMPTY };
 }
 

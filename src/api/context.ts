@@ -22,7 +22,6 @@ export interface NodeControl {
   readonly stats: StatsCollector;
   currentConfig(): { config: Config; sources: Record<OptionName, ConfigSource> };
   gossip(): Record<string, unknown>;
-  receiveGossip(members: Record<string, unknown>[]): void;
   requestShutdown(): void;
   reload(): Promise<ReloadOutcome>;
 }

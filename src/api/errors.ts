@@ -5,6 +5,7 @@ export const API_ERRORS = {
   BAD_REQUEST: { status: 400, reason: 'Bad Request', message: 'Bad request.' },
   WRONG_EXPECTED_VERSION: { status: 400, reason: 'Wrong expected EventNumber', message: '' },
   UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: '' },
+  GOSSIP_REFUSED: { status: 403, reason: 'Forbidden', message: 'This node runs alone (cluster size 1): it takes gossip from no node.' },
   NOT_FOUND: { status: 404, reason: 'Not Found', message: '' },
   METHOD_NOT_ALLOWED: { status: 405, reason: 'Method Not Allowed', message: '' },
   NOT_ACCEPTABLE: { status: 406, reason: 'Requested URI is not available in requested format', message: '' },

@@ -39,23 +39,6 @@ function flatten(value: Record<string, unknown>, prefix = '', out: Record<string
   return out;
 }
 
-const NODE_STATES = new Set(['Initializing', 'DiscoverLeader', 'Unknown', 'PreReplica', 'CatchingUp', 'Clone', 'Follower',
-  'PreLeader', 'Leader', 'Manager', 'ShuttingDown', 'Shutdown', 'ReadOnlyLeaderless', 'PreReadOnlyReplica', 'ReadOnlyReplica',
-  'ResigningLeader']);
-
-/** Validates one gossip member sent by a peer; returns the problem or undefined. */
-function memberProblem(m: unknown, index: number): string | undefined {
-  if (typeof m !== 'object' || m === null) return `members[${index}] must be an object.`;
-  const member = m as Record<string, unknown>;
-  if (typeof member.instanceId !== 'string' || !parseUuid(member.instanceId)) return `members[${index}].instanceId must be a GUID.`;
-  if (typeof member.state !== 'string' || !NODE_STATES.has(member.state)) return `members[${index}].state is not a node state.`;
-  if (typeof member.isAlive !== 'boolean') return `members[${index}].isAlive must be a boolean.`;
-  if (typeof member.httpEndPointIp !== 'string' || member.httpEndPointIp === '') return `members[${index}].httpEndPointIp is required.`;
-  const port = member.httpEndPointPort;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return `members[${index}].httpEndPointPort must be a port number.`;
-  return undefined;
-}
-
 export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   const { node } = ctx;
 
@@ -108,19 +91,10 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     return send(req, reply, [MEDIA.json, MEDIA.textXml, MEDIA.appXml], 'ClusterInfo', node.gossip());
   });
 
-  app.post('/gossip', async (req, reply) => {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
-    } catch {
-      throw badRequest('The gossip body must be JSON: {"members": [...]}.');
-    }
-    const members = (doc as { members?: unknown })?.members;
-    if (!Array.isArray(members)) throw badRequest('The gossip body must have a members array.');
-    const problem = members.map(memberProblem).find((p) => p !== undefined);
-    if (problem) throw badRequest(problem);
-    node.receiveGossip(members as Record<string, unknown>[]);
-    return send(req, reply, [MEDIA.json], 'ClusterInfo', node.gossip());
+  // A single node hears gossip from no one: what a stranger posts must never be advertised to
+  // clients that discover the cluster through GET /gossip.
+  app.post('/gossip', async () => {
+    throw new ApiError('GOSSIP_REFUSED');
   });
 
   app.post('/admin/shutdown', async (req, reply) => {

@@ -4,6 +4,7 @@ import type { ProjectionManager } from '../projections/manager.js';
 import type { Projection } from '../projections/projection.js';
 import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
 import { ApiError, badRequest } from './errors.js';
+import { parseJsonBody } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
 import { parseReadEventsRequest, readEvents } from '../projections/read-events.js';
@@ -63,6 +64,9 @@ function statistics(base: string, p: Projection): Record<string, unknown> {
     progress: p.progress(),
     lastCheckpoint: p.lastCheckpointPosition < 0 ? 'C:-1/P:-1' : `C:${p.lastCheckpointPosition}/P:${p.lastCheckpointPosition}`,
     eventsProcessedAfterRestart: p.eventsProcessedAfterRestart,
+    // Not in the established servers: events a system projection could not index (the stream it
+    // derives is one the store refuses), counted since the start.
+    eventsSkipped: p.eventsSkipped,
     statusUrl: url,
     stateUrl: `${url}/state`,
     resultUrl: `${url}/result`,
@@ -88,13 +92,8 @@ function configOf(p: Projection): Record<string, unknown> {
 }
 
 function parseConfig(body: Buffer | undefined, current: ProjectionConfig): ProjectionConfig {
-  let doc: Record<string, unknown>;
-  try {
-    doc = JSON.parse(body?.toString('utf8') ?? '') as Record<string, unknown>;
-    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error();
-  } catch {
-    throw badRequest('Failed to parse the projection config');
-  }
+  const doc = parseJsonBody(body, 'Failed to parse the projection config') as Record<string, unknown>;
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw badRequest('Failed to parse the projection config');
   const get = (k: string) => Object.entries(doc).find(([key]) => key.toLowerCase() === k.toLowerCase())?.[1];
   const num = (k: keyof ProjectionConfig, min: number): number => {
     const v = get(k);
@@ -196,12 +195,7 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
 
   app.post('/projections/read-events', async (req, reply) => {
     requireAuthenticated(req);
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
-    } catch {
-      throw badRequest('The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
-    }
+    const body = parseJsonBody(req.body, 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
     const request = parseReadEventsRequest(body);
     const { definition } = request;
     if (definition.allStreams) requireAccess(ctx, req, 'r', '$all');

@@ -3,6 +3,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { isAdmin, type Principal } from '../auth/principal.js';
 import type { UserAccount } from '../auth/users.js';
 import { ApiError } from './errors.js';
+import { parseJsonBody } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';
 import { simpleXml } from './atom.js';
 import { baseUrl } from './urls.js';
@@ -33,18 +34,21 @@ function result(req: FastifyRequest, reply: FastifyReply, loginName: string, err
 function readBody(req: FastifyRequest): Record<string, unknown> {
   const mediaType = requestMediaType(req);
   if (!mediaType || !(JSON_XML_TYPES as readonly string[]).includes(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  const text = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-  let doc: unknown;
-  try {
-    if (mediaType === MEDIA.json) doc = JSON.parse(text);
-    else if (XMLValidator.validate(text) === true) doc = Object.values(xmlParser.parse(text) as object)[0];
-  } catch {
-    doc = undefined;
-  }
+  const doc = mediaType === MEDIA.json ? parseJsonBody(req.body, 'The body must be a JSON object.') : parseXmlBody(req.body);
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw invalid(mediaType === MEDIA.json ? 'The body must be a JSON object.' : 'The body must be a well-formed XML document.');
   }
   return Object.fromEntries(Object.entries(doc).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** The document element's content, or undefined when the body is not well-formed XML (or too deep for the parser). */
+function parseXmlBody(body: unknown): unknown {
+  const text = Buffer.isBuffer(body) ? body.toString('utf8') : '';
+  try {
+    return XMLValidator.validate(text) === true ? Object.values(xmlParser.parse(text) as object)[0] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function invalid(message: string): ApiError {

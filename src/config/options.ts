@@ -102,6 +102,10 @@ export const OPTIONS = {
     kind: 'int', group: 'Projections', default: 5000, min: 10, max: 600_000,
     help: 'CPU time in ms a projection may spend on one batch of events (or on its definition) before it faults.',
   },
+  maxProjectionStateSize: {
+    kind: 'size', group: 'Projections', default: 0, min: 0, max: 16 * 1024 * 1024,
+    help: 'Largest state + result of one projection partition, in bytes (0: no limit of its own; a partition is still stored as one event within --max-append-size); a projection over it faults.',
+  },
   maxAppendSize: {
     kind: 'size', group: 'Database', default: 4 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
     help: 'Largest data + metadata of one event, in bytes; larger events answer 413.',

@@ -57,7 +57,8 @@ export class ProjectionManager {
       const persisted = JSON.parse(found.event.event.data.toString('utf8')) as PersistedProjection;
       const projection = this.projection(persisted, id);
       this.projections.set(name, projection);
-      if (persisted.enabled && this.mayRun(persisted)) await projection.start();
+      if (persisted.faultedReason !== undefined) projection.restoreFault(persisted.faultedReason);
+      else if (persisted.enabled && this.mayRun(persisted)) await projection.start();
     }
     for (const spec of SYSTEM_PROJECTIONS) {
       if (registered.has(spec.name)) continue;
@@ -79,10 +80,20 @@ export class ProjectionManager {
   }
 
   private projection(persisted: PersistedProjection, id: number): Projection {
-    return new Projection(persisted, id, this.store, this.log, this.options, (other) => this.isLive(other),
+    const projection: Projection = new Projection(persisted, id, this.store, this.log, this.options, (other) => this.isLive(other),
       (p, limits, stored) => (p.handlerType === 'JS'
         ? JsEngine.create(p.query, limits, p.config.emitEnabled, stored)
-        : Promise.resolve(new NativeEngine(p.handlerType, p.query))));
+        : Promise.resolve(new NativeEngine(p.handlerType, p.query))),
+      (reason) => this.keepFault(projection, reason));
+    return projection;
+  }
+
+  /** Records a fault in the definition, so a restart does not replay the projection into it again. */
+  private keepFault(p: Projection, reason: string): void {
+    if (this.projections.get(p.name) !== p) return;
+    this.persist(p, { ...p.persisted, faultedReason: reason }).catch((err: Error) => {
+      this.log.warn({ projection: p.name, err: err.message }, 'could not record the fault of a projection');
+    });
   }
 
   private async createPersisted(persisted: PersistedProjection): Promise<Projection> {
@@ -148,7 +159,7 @@ export class ProjectionManager {
     await p.stop(true);
     const completed = p.status === 'Completed';
     const next: PersistedProjection = {
-      ...p.persisted, query, version: p.persisted.version + 1,
+      ...p.persisted, query, version: p.persisted.version + 1, faultedReason: undefined,
       config: { ...p.persisted.config, ...(emit === undefined ? {} : { emitEnabled: emit }) },
     };
     if (completed) next.epoch = next.version; // a completed query is reset with its new code
@@ -168,7 +179,7 @@ export class ProjectionManager {
   async enable(name: string, runAs?: RunAs): Promise<void> {
     const p = this.get(name);
     if (p.status === 'Running') return;
-    await this.persist(p, { ...p.persisted, enabled: true, ...(runAs ? { runAs } : {}) });
+    await this.persist(p, { ...p.persisted, enabled: true, faultedReason: undefined, ...(runAs ? { runAs } : {}) });
     if (this.mayRun(p.persisted)) await p.start();
   }
 
@@ -190,7 +201,7 @@ export class ProjectionManager {
     const wasEnabled = p.persisted.enabled;
     await p.stop(false);
     const version = p.persisted.version + 1;
-    await this.persist(p, { ...p.persisted, version, epoch: version });
+    await this.persist(p, { ...p.persisted, version, epoch: version, faultedReason: undefined });
     p.clear();
     if (wasEnabled && this.mayRun(p.persisted)) await p.start();
   }

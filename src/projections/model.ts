@@ -42,4 +42,9 @@ export interface PersistedProjection {
   version: number;
   runAs: RunAs | null;
   config: ProjectionConfig;
+  /**
+   * Why the projection faulted, kept until an operator enables, resets or updates it: after a
+   * restart it stays faulted where it stopped instead of replaying into the same wall.
+   */
+  faultedReason?: string;
 }

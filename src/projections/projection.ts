@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, LINK_EVENT_TYPE, newUuid, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
+  ExpectedVersion, LINK_EVENT_TYPE, newUuid, shownName, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 import type { BatchOutcome, EmittedEvent } from './sandbox.js';
 import type { Engine, EngineLimits, Selected } from './engine.js';
@@ -19,7 +19,12 @@ import {
 
 export type ProjectionStatus = 'Stopped' | 'Preparing' | 'Running' | 'Stopping' | 'Faulted' | 'Completed' | 'Aborted';
 
-export interface RuntimeLimits { memoryLimitMb: number; executionTimeoutMs: number }
+export interface RuntimeLimits {
+  memoryLimitMb: number;
+  executionTimeoutMs: number;
+  /** Largest state + result of one partition in bytes (MaxProjectionStateSize); 0: no limit of its own. */
+  maxStateBytes: number;
+}
 
 interface PartitionValue { state: string | null; result: string | null }
 
@@ -55,6 +60,8 @@ export class Projection {
   bufferedEvents = 0;
   coreProcessingTimeMs = 0;
   writesInProgress = 0;
+  /** Events a system projection skipped because the store refuses the stream it derives from them. */
+  eventsSkipped = 0;
   definition: SourceDefinition | undefined;
 
   private engine: Engine | undefined;
@@ -87,7 +94,9 @@ export class Projection {
     /** Whether a projection id belongs to a projection that still exists. */
     private readonly isLiveProjection: (id: number) => boolean,
     /** Makes the engine that runs this projection's handlers (sandboxed JS, or native). */
-    private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, [string | null, string | null]>) => Promise<Engine>) {}
+    private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, [string | null, string | null]>) => Promise<Engine>,
+    /** Told once when the projection faults (the manager keeps the reason across restarts). */
+    private readonly onFault: (reason: string) => void = () => undefined) {}
 
   get name(): string {
     return this.persisted.name;
@@ -180,7 +189,15 @@ export class Projection {
     this.engine = undefined;
   }
 
+  /** A projection restored as faulted: it does not run until an operator enables or resets it. */
+  restoreFault(reason: string): void {
+    this.status = 'Faulted';
+    this.stateReason = reason;
+  }
+
   private fault(reason: string): void {
+    if (this.status === 'Faulted') return; // the first reason is the cause; later ones are its echoes
+    this.onFault(reason);
     this.status = 'Faulted';
     this.stateReason = reason;
     this.stopRequested = true;
@@ -254,6 +271,7 @@ export class Projection {
     const changed = await this.engine.collect();
     this.partitionsTouched = 0;
     for (const [partition, state, result, resultChanged] of changed) {
+      this.checkStateSize(partition, state, result);
       if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
       this.partitions.set(partition, { state, result });
       this.changedPartitions.add(partition);
@@ -261,6 +279,16 @@ export class Projection {
         this.pendingResults.set(partition, result);
       }
     }
+  }
+
+  /** MaxProjectionStateSize: a partition whose state and result outgrow it faults the projection. */
+  private checkStateSize(partition: string, state: string | null, result: string | null): void {
+    const max = this.limits.maxStateBytes;
+    if (max <= 0) return;
+    const size = Buffer.byteLength(state ?? '', 'utf8') + (result === state ? 0 : Buffer.byteLength(result ?? '', 'utf8'));
+    if (size <= max) return;
+    const where = partition === '' ? '' : ` in partition '${shownName(partition)}'`;
+    throw new Error(`The state size of projection '${this.name}'${where} is ${size} bytes which exceeds the configured MaxProjectionStateSize of ${max} bytes.`);
   }
 
   private checkpointDue(caughtUp: boolean): boolean {
@@ -308,7 +336,17 @@ export class Projection {
     this.partitionsTouched = outcome.touched ?? 0;
     if (outcome.handled > 0) this.touchedSinceCheckpoint = true;
     for (const line of outcome.logs) this.log.debug({ projection: this.name }, line);
-    if (this.checkpoints || this.persisted.mode === 'OneTime') this.pendingEmits.push(...outcome.emitted);
+    for (const reason of outcome.skipped ?? []) this.skip(reason);
+    // One handler may emit any number of events: never spread them into a call's arguments.
+    if (this.checkpoints || this.persisted.mode === 'OneTime') for (const e of outcome.emitted) this.pendingEmits.push(e);
+  }
+
+  private skip(reason: string): void {
+    this.eventsSkipped++;
+    // Logged, but a flood of such events must not flood the log: the first ten, then every 1,000th.
+    if (this.eventsSkipped <= 10 || this.eventsSkipped % 1000 === 0) {
+      this.log.warn({ projection: this.name, skipped: this.eventsSkipped, reason }, 'projection skipped an event the store cannot index');
+    }
   }
 
   /** Writes everything since the last checkpoint, and the checkpoint, in one transaction; resolves once it is written. */
@@ -336,14 +374,14 @@ export class Projection {
     const writes = new WriteSet(this.store);
     const position = this.position;
     const tagMeta = { $v: this.tag, $c: position, $p: position };
-    this.pendingEmits.push(...(this.engine?.checkpointEvents?.(tagMeta) ?? []));
+    for (const e of this.engine?.checkpointEvents?.(tagMeta) ?? []) this.pendingEmits.push(e);
     this.addEmits(writes, tagMeta);
     this.addResults(writes, tagMeta);
     for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));
     for (const p of this.changedPartitions) {
       if (p === '') continue;
       const v = this.partitions.get(p);
-      writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, `[${v?.state ?? 'null'},${v?.result ?? 'null'}]`, true, tagMeta));
+      writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, partitionCheckpointData(v), true, tagMeta));
     }
     const root = this.partitions.get('');
     const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
@@ -492,8 +530,9 @@ export class Projection {
         const p = e.event.data.toString('utf8');
         const cp = this.store.readEvent(partitionCheckpointStream(this.name, p), -1);
         if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) continue;
-        const [state, result] = JSON.parse(cp.event.event.data.toString('utf8')) as [unknown, unknown];
-        partitions.set(p, { state: state === null ? null : JSON.stringify(state), result: result === null ? null : JSON.stringify(result) });
+        const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
+        const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
+        partitions.set(p, { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) });
       }
       if (page.isEndOfStream) break;
       from += 1000;
@@ -506,6 +545,12 @@ export class Projection {
     const [id, epoch] = tag.split(':').map(Number);
     return id === this.id && epoch === this.persisted.epoch;
   }
+}
+
+/** `[state, result]`, or `[state]` when the result is the state (half the bytes against the event size limit). */
+function partitionCheckpointData(v: PartitionValue | undefined): string {
+  const state = v?.state ?? 'null';
+  return v && v.result === v.state ? `[${state}]` : `[${state},${v?.result ?? 'null'}]`;
 }
 
 function handlerFailure(name: string, position: number | undefined, message: string): string {

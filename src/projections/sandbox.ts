@@ -29,6 +29,8 @@ export interface BatchOutcome {
   /** Events consumed before a fault (all of them when there was none). */
   processed: number;
   fault: { message: string; index: number } | null;
+  /** Events a system projection skipped, with the store's reason (none for sandboxed projections). */
+  skipped?: string[];
 }
 
 export interface SandboxLimits {

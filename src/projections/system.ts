@@ -1,4 +1,6 @@
-import { isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord } from '../store/index.js';
+import {
+  isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, shownName, streamNameProblem, type EventRecord,
+} from '../store/index.js';
 import type { SourceDefinition } from './definition.js';
 import type { Engine, Selected } from './engine.js';
 import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
@@ -152,11 +154,17 @@ export class NativeEngine implements Engine {
   async process(encoded: unknown): Promise<BatchOutcome> {
     const batch = encoded as Selected[];
     const emitted: EmittedEvent[] = [];
+    const skipped: string[] = [];
     for (const { event } of batch) {
       const out = this.index(event);
-      if (out) emitted.push(out);
+      if (!out) continue;
+      // One user's event must not stop an index for everyone: a stream the store would refuse
+      // (a name over its limit, derived from a long category or correlation id) is skipped.
+      const problem = streamNameProblem(out.streamId);
+      if (problem) skipped.push(`event ${event.eventNumber}@${shownName(event.streamId)} would be indexed in '${shownName(out.streamId)}': ${problem}`);
+      else emitted.push(out);
     }
-    return { emitted, changed: [], logs: [], handled: emitted.length, processed: batch.length, fault: null };
+    return { emitted, changed: [], logs: [], handled: emitted.length, processed: batch.length, fault: null, skipped };
   }
 
   async collect(): Promise<ChangedPartition[]> {

@@ -9,6 +9,10 @@ import type { ExpectedVersion } from './expected-version.js';
 
 export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
+export {
+  InvalidWriteError, MAX_EVENT_TYPE_BYTES, MAX_JSON_DEPTH, MAX_STREAM_NAME_BYTES, jsonDepthExceeds, shownName,
+  streamNameProblem, type WriteRule,
+} from './write-rules.js';
 export type { EventRecord } from './record.js';
 export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite } from './writer.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
@@ -26,7 +30,11 @@ export interface StoreOptions {
   chunkSize: number;
   /** Bytes of the most recent records kept in memory for reads (0: none). */
   logCacheBytes?: number;
+  /** Largest data + metadata of one event (the `maxAppendSize` option); every writer is held to it. */
+  maxEventBytes?: number;
 }
+
+export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
 /**
  * The event store: one RocksDB holding the log, the stream index and the stream infos; one
@@ -40,12 +48,13 @@ export class Store {
   private readonly tail: LogTailCache;
 
   private constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
-    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number) {
+    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
+    maxEventBytes: number) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
     this.reader = new Reader(rocks, streams, checkpoint, tail);
     this.writer = new Writer({
-      rocks, tail, streams, checkpoint, chunkSize, bus: this.bus,
+      rocks, tail, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
       metadataOf: (id) => this.reader.metadataOf(id),
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
@@ -55,7 +64,8 @@ export class Store {
     const rocks = await Rocks.open(options.dir, options.inMemory);
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = loadStreams(rocks);
-    const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
+    const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
+      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
     store.warmTail(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
     return store;
   }

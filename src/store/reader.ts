@@ -2,7 +2,9 @@ import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
 import { nowMicros } from './clock.js';
 import type { LogTailCache } from './log-cache.js';
-import { decodeRecord, type EventRecord } from './record.js';
+import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
+
+export { LINK_EVENT_TYPE };
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
 import {
@@ -40,7 +42,6 @@ export interface AllPage {
 
 /** Metastreams keep only their latest event visible. */
 const METASTREAM_METADATA: StreamMetadata = Object.freeze({ maxCount: 1, raw: { $maxCount: 1 } });
-export const LINK_EVENT_TYPE = '$>';
 const METADATA_CACHE_LIMIT = 100_000;
 
 export interface ReadCounters {

@@ -10,6 +10,9 @@ import { strict as assert } from 'node:assert';
 const VERSION = 1;
 const HEADER = 1 + 1 + 8 + 8 + 16 + 2 + 2 + 4 + 4;
 
+/** The type of a link event: its data is `{eventNumber}@{stream}`. */
+export const LINK_EVENT_TYPE = '$>';
+
 /** JSON: the event is flagged JSON. DATA_JSON: its data bytes are valid JSON (checked when written). */
 export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02, DATA_JSON: 0x04 } as const;
 

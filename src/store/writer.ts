@@ -14,6 +14,7 @@ import {
 } from './metadata.js';
 import { newUuid } from './uuid.js';
 import { WriterStats } from './writer-stats.js';
+import { checkEvents, checkStreamName, InvalidWriteError, type WriteLimits } from './write-rules.js';
 import { nowMicros } from './clock.js';
 import type { LogTailCache } from './log-cache.js';
 
@@ -60,6 +61,8 @@ export interface WriterDeps {
   streams: Map<string, StreamInfo>;
   checkpoint: WriterCheckpoint;
   chunkSize: number;
+  /** The write door's limits (write-rules.ts). */
+  limits: WriteLimits;
   bus: CommitBus;
   /** Current metadata of a stream (reads its metastream). */
   metadataOf: (streamId: string) => StreamMetadata;
@@ -181,6 +184,11 @@ class BatchBuilder {
   }
 }
 
+/** Errors that refuse one operation (the caller's input or expectations), as opposed to a broken store. */
+function isRefusal(err: unknown): boolean {
+  return err instanceof InvalidWriteError || err instanceof WrongExpectedVersionError || err instanceof StreamDeletedError;
+}
+
 function isDeferred(op: Pending): boolean {
   return op.kind === 'transaction' && op.deferSync;
 }
@@ -264,7 +272,8 @@ export class Writer {
     const others = this.queue.filter((op) => !isDeferred(op));
     const deferred = this.queue.filter(isDeferred);
     this.queue.length = 0;
-    this.queue.push(...others, ...deferred);
+    for (const op of others) this.queue.push(op);
+    for (const op of deferred) this.queue.push(op);
   }
 
   private flush(): void {
@@ -289,25 +298,16 @@ export class Writer {
       this.queue.shift();
       taken.push(op);
       try {
-        if (op.kind === 'append') {
-          const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
-          outcomes.push(() => op.resolve(result));
-        } else if (op.kind === 'transaction') {
-          const mark = builder.mark();
-          try {
-            const results = op.writes.map((w) => this.planAppend(builder, w.streamId, w.expected, w.events, now));
-            outcomes.push(() => op.resolve(results));
-          } catch (err) {
-            builder.rollback(mark);
-            throw err;
-          }
-        } else {
-          const result = this.planDelete(builder, op.streamId, op.expected, op.hard, now);
-          outcomes.push(() => op.resolve(result));
-        }
+        // The door first: a refused operation changes nothing in the batch and fails alone.
+        this.checkOperation(op);
+        outcomes.push(this.plan(builder, op, now));
       } catch (err) {
-        if (!(err instanceof WrongExpectedVersionError || err instanceof StreamDeletedError)) throw err;
-        outcomes.push(() => op.reject(err));
+        if (!isRefusal(err)) {
+          // A broken invariant of the store, not input: this batch is not written, the writer goes on.
+          this.abandon(taken, err as Error);
+          return;
+        }
+        outcomes.push(() => op.reject(err as Error));
       }
     }
 
@@ -324,9 +324,7 @@ export class Writer {
       else this.deps.rocks.writeDurable(builder.ops);
       this.unsynced = deferred;
     } catch (err) {
-      this.stats.flushed(0, performance.now() - started, this.queue.length);
-      for (const op of taken) op.reject(err as Error);
-      this.afterFlush();
+      this.abandon(taken, err as Error);
       return;
     }
     // Durable (or, deferred, written): now make it visible, acknowledge, and tell the followers.
@@ -334,6 +332,47 @@ export class Writer {
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     for (const outcome of outcomes) outcome();
     this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+    this.afterFlush();
+  }
+
+  /** The write door (write-rules.ts), for every stream the operation writes. */
+  private checkOperation(op: Pending): void {
+    const { limits } = this.deps;
+    if (op.kind === 'append') {
+      checkStreamName(op.streamId);
+      checkEvents(op.streamId, op.events, limits);
+    } else if (op.kind === 'transaction') {
+      for (const w of op.writes) {
+        checkStreamName(w.streamId);
+        checkEvents(w.streamId, w.events, limits);
+      }
+    } else checkStreamName(op.streamId);
+  }
+
+  /** Adds one operation to the batch; returns what settles its caller once the batch is durable. */
+  private plan(builder: BatchBuilder, op: Pending, now: number): () => void {
+    if (op.kind === 'append') {
+      const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
+      return () => op.resolve(result);
+    }
+    if (op.kind === 'transaction') {
+      const mark = builder.mark();
+      try {
+        const results = op.writes.map((w) => this.planAppend(builder, w.streamId, w.expected, w.events, now));
+        return () => op.resolve(results);
+      } catch (err) {
+        builder.rollback(mark);
+        throw err;
+      }
+    }
+    const result = this.planDelete(builder, op.streamId, op.expected, op.hard, now);
+    return () => op.resolve(result);
+  }
+
+  /** Fails every operation of a batch that cannot be written, and goes on with the queue. */
+  private abandon(taken: Pending[], err: Error): void {
+    this.stats.flushed(0, 0, this.queue.length);
+    for (const op of taken) op.reject(err);
     this.afterFlush();
   }
 
