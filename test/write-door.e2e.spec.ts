@@ -216,16 +216,31 @@ describe('case 3: projection writes obey the rules of the HTTP door', () => {
     await createProjection('emit-all', `fromStream('door-all').when({ Go: () => { emit('$all', 'X', { a: 1 }); } })`);
     await createProjection('emit-big', `fromStream('door-big').when({ Go: () => { emit('big-out', 'Big', { s: 'x'.repeat(20 * 1024 * 1024) }); } })`);
     await createProjection('link-nothing', `fromStream('door-link').when({ Go: () => { linkTo('x2', { streamId: '', sequenceNumber: -5 }); } })`);
+    await createProjection('meta-bad', `fromStream('door-meta').when({ Go: () => { emit('$$door-meta-target', '$metadata', { $maxCount: 'many' }); } })`);
     await appendOk('door-all', [newEvent('Go')]);
     await appendOk('door-big', [newEvent('Go')]);
     await appendOk('door-link', [newEvent('Go')]);
+    await appendOk('door-meta', [newEvent('Go')]);
     await expectFaulted('emit-all', /'\$all' is the log itself/);
     await expectFaulted('emit-big', /an event is limited to 4,194,304 bytes \(maxAppendSize\)/);
     await expectFaulted('link-nothing', /a link's body must be '\{eventNumber\}@\{stream\}'/);
+    await expectFaulted('meta-bad', /Stream metadata \$maxCount must be an integer/);
     expect(await status('big-out')).toBe(404);
     expect(await status('x2')).toBe(404);
+    expect(await status('$$door-meta-target')).toBe(404);
     await tick();
   }, 60_000);
+});
+
+describe('long names over HTTP', () => {
+  it('a 2,000-character stream name is written and read back (not 414), a 70,000-character one gets a clear 4xx', async () => {
+    const name = `long-${'n'.repeat(2000)}`;
+    await appendOk(name, [newEvent('Long', { a: 1 })]);
+    expect(await events(name)).toHaveLength(1);
+    const res = await appendAs(ALICE, 'm'.repeat(LONG), [newEvent('Long')]);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+  });
 });
 
 describe('case 4: any number of emits from one handler', () => {

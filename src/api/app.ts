@@ -35,6 +35,9 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   const app = Fastify({
     logger: false,
     bodyLimit: Math.max(64 * 1024 * 1024, ctx.config.maxAppendSize * 4),
+    // Stream and group names travel in the path: fastify's default of 100 characters answered 414
+    // for ordinary long names. Node's header limit (16 KiB) bounds the whole request line anyway.
+    routerOptions: { maxParamLength: 16 * 1024 },
     ...(options.https ? { https: options.https } : {}),
   } as Record<string, unknown>) as unknown as FastifyInstance;
 

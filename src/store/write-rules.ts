@@ -6,6 +6,7 @@
 // own invariants: input never reaches them.
 
 import { LINK_EVENT_TYPE } from './record.js';
+import { isMetastream, metadataProblem } from './metadata.js';
 
 /** The record keeps stream names and event types behind a 16-bit length. */
 const MAX_RECORD_NAME_BYTES = 65_535;
@@ -19,7 +20,7 @@ export const MAX_EVENT_TYPE_BYTES = MAX_RECORD_NAME_BYTES;
  */
 export const MAX_JSON_DEPTH = 1000;
 
-export type WriteRule = 'stream-name' | 'event-type' | 'event-size' | 'link' | 'json-depth' | 'event-id';
+export type WriteRule = 'stream-name' | 'event-type' | 'event-size' | 'link' | 'json-depth' | 'event-id' | 'metadata';
 
 export interface WriteLimits {
   /** Largest data + metadata of one event, in bytes (the `maxAppendSize` option). */
@@ -77,8 +78,9 @@ export interface CheckedEvent {
 
 /** Throws InvalidWriteError for the first event of an append that breaks a rule. */
 export function checkEvents(streamId: string, events: readonly CheckedEvent[], limits: WriteLimits): void {
+  const metastream = isMetastream(streamId);
   for (let i = 0; i < events.length; i++) {
-    const problem = eventProblem(events[i], limits);
+    const problem = eventProblem(events[i], limits) ?? (metastream ? metadataDocumentProblem(events[i]) : undefined);
     if (problem) {
       const where = events.length > 1 ? ` (event ${i})` : '';
       throw new InvalidWriteError(streamId, problem.rule, `Invalid write to stream '${shownName(streamId)}'${where}: ${problem.message}.`);
@@ -107,6 +109,18 @@ function eventProblem(e: CheckedEvent, limits: WriteLimits): { rule: WriteRule; 
     return { rule: 'json-depth', message: `the metadata is JSON nested deeper than ${MAX_JSON_DEPTH} levels` };
   }
   return undefined;
+}
+
+/** An event of a metadata stream is the stream's metadata: a JSON object with well-typed reserved keys. */
+function metadataDocumentProblem(e: CheckedEvent): { rule: WriteRule; message: string } | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(e.data.toString('utf8'));
+  } catch {
+    doc = undefined;
+  }
+  const problem = metadataProblem(doc);
+  return problem ? { rule: 'metadata', message: problem.replace(/\.$/, '') } : undefined;
 }
 
 const AT = 0x40;
