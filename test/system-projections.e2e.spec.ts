@@ -525,10 +525,12 @@ describe('checkpoints of the system projections', () => {
     await eventually(async () => expect(await datas(t, `$ce-${cat}`)).toEqual([`0@${cat}-1`, `1@${cat}-1`, `0@${cat}-2`]));
     await eventually(async () => expect(await datas(t, `$category-${cat}`)).toEqual([`${cat}-1`, `${cat}-2`]));
     await eventually(async () => expect(await datas(t, `$et-${type}`)).toEqual([`0@${cat}-1`, `1@${cat}-1`, `0@${cat}-2`]));
-    const streams = await datas(t, '$streams');
-    expect(streams.filter((d) => d === `0@${cat}-1`)).toHaveLength(1);
-    expect(streams.filter((d) => d === `0@${cat}-2`)).toHaveLength(1);
-    expect(new Set(streams).size).toBe(streams.length);
+    await eventually(async () => {
+      const streams = await datas(t, '$streams');
+      expect(streams.filter((d) => d === `0@${cat}-1`)).toHaveLength(1);
+      expect(streams.filter((d) => d === `0@${cat}-2`)).toHaveLength(1);
+      expect(new Set(streams).size).toBe(streams.length);
+    });
     const s = await stats(t, '$by_category');
     expect(s.eventsProcessedAfterRestart).toBeGreaterThan(0);
   });

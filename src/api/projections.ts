@@ -54,7 +54,7 @@ function statistics(base: string, p: Projection): Record<string, unknown> {
     epoch: p.persisted.epoch,
     effectiveName: p.name,
     writesInProgress: p.writesInProgress,
-    readsInProgress: p.status === 'Running' ? 1 : 0,
+    readsInProgress: p.readsInProgress,
     partitionsCached: p.partitionsCached,
     status: statusText(p),
     stateReason: p.stateReason,
@@ -74,10 +74,10 @@ function statistics(base: string, p: Projection): Record<string, unknown> {
     resultStreamUrl: produces ? `${base}/streams/${escapeStream(p.resultStreamName)}` : null,
     enableCommandUrl: `${url}/command/enable`,
     disableCommandUrl: `${url}/command/disable`,
-    checkpointStatus: p.writesInProgress > 0 ? `Writing (${p.writesInProgress})` : '',
+    checkpointStatus: p.writesInProgress > 0 ? `Writing (${p.writeRecordsInFlight})` : '',
     bufferedEvents: p.bufferedEvents,
-    writePendingEventsBeforeCheckpoint: 0,
-    writePendingEventsAfterCheckpoint: 0,
+    writePendingEventsBeforeCheckpoint: p.writePendingEventsBeforeCheckpoint,
+    writePendingEventsAfterCheckpoint: p.writePendingEventsAfterCheckpoint,
   };
 }
 

@@ -18,7 +18,7 @@ export interface ProjectionConfig {
 export const DEFAULT_CONFIG: ProjectionConfig = {
   emitEnabled: false,
   trackEmittedStreams: false,
-  checkpointAfterMs: 500,
+  checkpointAfterMs: 0,
   checkpointHandledThreshold: 4000,
   checkpointUnhandledBytesThreshold: 10_000_000,
   pendingEventsThreshold: 5000,

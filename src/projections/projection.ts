@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, LINK_EVENT_TYPE, newUuid, shownName, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
+  ExpectedVersion, LINK_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 import type { BatchOutcome, EmittedEvent } from './sandbox.js';
 import type { Engine, EngineLimits, Selected } from './engine.js';
@@ -28,13 +28,23 @@ export interface RuntimeLimits {
 
 interface PartitionValue { state: string | null; result: string | null }
 
-/** One batch for the engine: the selected events, encoded for it, and their log positions. */
-interface PreparedBatch { encoded: unknown; count: number; positions: number[]; nextPosition: number; caughtUp: boolean }
+/**
+ * One batch for the engine: the selected events, encoded for it, their log positions, and the log
+ * bytes of the records it read that the query does not select (unhandled bytes).
+ */
+interface PreparedBatch {
+  encoded: unknown; count: number; positions: number[]; nextPosition: number; caughtUp: boolean; unhandledBytes: number;
+}
 
-/** Records read per batch: big enough to amortise a sandbox call, small enough to keep the event loop responsive. */
+/**
+ * Records read per batch at most: big enough to amortise a sandbox call, small enough to keep the
+ * event loop responsive. A projection's pendingEventsThreshold lowers it (see readBatchSize).
+ */
 const READ_BATCH = 2000;
+/** A projection that handled events and then went quiet checkpoints its states after this long. */
 const IDLE_CHECKPOINT_MS = 1000;
-const STATE_CHECKPOINT_MS = 2000;
+/** Bounds the streams this run remembers having claimed; a forgotten one is checked again from its last event. */
+const OWNED_STREAMS_CACHE = 10_000;
 /**
  * A live projection reads the log at most this often. Every read and sandbox call has a fixed
  * cost; with many projections and a busy log, one call per commit per projection saturated the
@@ -42,6 +52,11 @@ const STATE_CHECKPOINT_MS = 2000;
  * commit after a quiet period is read at once.
  */
 const LIVE_READ_INTERVAL_MS = 10;
+/**
+ * Emitted events (to all streams together) that make a checkpoint due whatever the settings say:
+ * each is a record of the checkpoint's one atomic write, and 1,000 of them held the event loop
+ * long enough to show in client append latency (measured with the system projections under load).
+ */
 const MAX_EMITS_PER_CHECKPOINT = 250;
 /**
  * Each changed partition is a stream write at the next checkpoint (two for a new one): a catch-up
@@ -59,7 +74,13 @@ export class Projection {
   eventsProcessedAfterRestart = 0;
   bufferedEvents = 0;
   coreProcessingTimeMs = 0;
+  /** Reads done ahead of the handlers: the next batch, read while the sandbox works on this one (0 or 1). */
+  readsInProgress = 0;
+  /** Checkpoint writes in flight: a checkpoint starts only once the previous one is written (0 or 1). */
   writesInProgress = 0;
+  /** Records of the checkpoint write in flight (`checkpointStatus`), and the emitted and result events among them. */
+  writeRecordsInFlight = 0;
+  writePendingEventsBeforeCheckpoint = 0;
   /** Events a system projection skipped because the store refuses the stream it derives from them. */
   eventsSkipped = 0;
   definition: SourceDefinition | undefined;
@@ -79,15 +100,16 @@ export class Projection {
   private changedPartitions = new Set<string>();
   private newPartitions: string[] = [];
   private handledSinceCheckpoint = 0;
+  /** Log bytes of records the query did not select, since the last checkpoint or handled batch. */
+  private unhandledBytes = 0;
   /** Partitions changed in the engine since the last collection (as it last reported). */
   private partitionsTouched = 0;
   private lastHandledPosition = 0;
   /** Some event was handled since the last checkpoint (its state changes are still in the sandbox). */
   private touchedSinceCheckpoint = false;
   private lastCheckpointAt = 0;
-  /** Streams this run has checked it may write to (ownership, epoch truncation). */
-  private readonly ownedStreams = new Set<string>();
-  private readonly trackedStreams = new Set<string>();
+  /** Streams this run has checked it may write to (ownership, epoch truncation), least recently used first. */
+  private readonly ownedStreams = new Map<string, true>();
 
   constructor(public persisted: PersistedProjection, readonly id: number, private readonly store: Store,
     private readonly log: Logger, private readonly limits: RuntimeLimits,
@@ -112,6 +134,11 @@ export class Projection {
 
   get resultStreamName(): string {
     return this.definition?.resultStreamName?.trim() || defaultResultStream(this.name);
+  }
+
+  /** Emitted and result events waiting for the next checkpoint (the one after the write in flight, if any). */
+  get writePendingEventsAfterCheckpoint(): number {
+    return this.pendingEmits.length + this.pendingResults.size;
   }
 
   get partitionsCached(): number {
@@ -139,6 +166,9 @@ export class Projection {
     this.stateReason = '';
     this.stopRequested = false;
     this.eventsProcessedAfterRestart = 0;
+    this.lastCheckpointAt = Date.now(); // checkpointAfterMs counts from the start, where the last checkpoint was loaded
+    // A run starts from its last checkpoint, or from the beginning: nothing of an aborted run survives.
+    this.clear();
     try {
       const stored = this.checkpoints ? this.loadCheckpoint() : new Map<string, PartitionValue>();
       const engine = await this.createEngine(this.persisted, {
@@ -171,7 +201,7 @@ export class Projection {
     if (this.status !== 'Faulted' && this.status !== 'Completed') this.status = finalStatus;
   }
 
-  /** Forgets in-memory progress (reset: the next start reads from the beginning of the new epoch). */
+  /** Forgets in-memory progress: the next start reads from its last checkpoint, or from the beginning (of a new epoch, after a reset). */
   clear(): void {
     this.partitions.clear();
     this.position = 0;
@@ -180,8 +210,11 @@ export class Projection {
     this.pendingResults.clear();
     this.changedPartitions.clear();
     this.newPartitions = [];
+    this.handledSinceCheckpoint = 0;
+    this.unhandledBytes = 0;
+    this.partitionsTouched = 0;
+    this.touchedSinceCheckpoint = false;
     this.ownedStreams.clear();
-    this.trackedStreams.clear();
   }
 
   private release(): void {
@@ -209,17 +242,50 @@ export class Projection {
   private prepare(position: number): PreparedBatch {
     const size = this.engine?.readBatchSize ?? READ_BATCH;
     const page = this.store.readAllForward(position, size);
+    const { maxSelected, maxUnhandledBytes } = this.batchLimits();
     const selected: Selected[] = [];
     const positions: number[] = [];
-    for (const record of page.records) {
+    let unhandledBytes = 0;
+    let nextPosition = page.nextPosition;
+    let cut = false;
+    for (let i = 0; i < page.records.length; i++) {
+      const record = page.records[i];
       const s = this.select(record);
       if (s !== undefined) {
         selected.push(s);
         positions.push(record.position);
+      } else unhandledBytes += record.size;
+      if (selected.length >= maxSelected || unhandledBytes > maxUnhandledBytes) {
+        // The batch ends here, so that a checkpoint can follow at this very point.
+        nextPosition = record.position + record.size;
+        cut = i < page.records.length - 1;
+        break;
       }
     }
     const encoded = selected.length > 0 ? this.engine!.encode(selected) : undefined;
-    return { encoded, count: selected.length, positions, nextPosition: page.nextPosition, caughtUp: page.records.length < size };
+    return {
+      encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.records.length < size, unhandledBytes,
+    };
+  }
+
+  /**
+   * A batch ends where the settings want the projection to be able to act between events:
+   * - pendingEventsThreshold bounds the events read and not yet handled, which are this batch and
+   *   the one read ahead of it: each holds at most half (reading pauses while both are held and
+   *   goes on once the first is handled, below half);
+   * - with checkpoints, at checkpointHandledThreshold selected events and past
+   *   checkpointUnhandledBytesThreshold bytes of unselected records, so the checkpoint those
+   *   suggest is written there and not a whole read page later.
+   */
+  private batchLimits(): { maxSelected: number; maxUnhandledBytes: number } {
+    const config = this.persisted.config;
+    let maxSelected = Math.max(1, Math.floor(config.pendingEventsThreshold / 2));
+    let maxUnhandledBytes = Infinity;
+    if (this.checkpoints) {
+      maxSelected = Math.min(maxSelected, Math.max(1, config.checkpointHandledThreshold));
+      maxUnhandledBytes = config.checkpointUnhandledBytesThreshold;
+    }
+    return { maxSelected, maxUnhandledBytes };
   }
 
   private async run(): Promise<void> {
@@ -229,12 +295,18 @@ export class Projection {
     while (!this.stopRequested) {
       const batch: PreparedBatch = next ?? this.prepare(this.position);
       next = undefined;
+      this.readsInProgress = 0;
       this.bufferedEvents = batch.count;
+      this.unhandledBytes += batch.unhandledBytes;
       if (batch.count > 0) {
         const started = performance.now();
         const processing = engine.process(batch.encoded);
         // While the sandbox works on this batch, read the next one.
-        if (!batch.caughtUp) next = this.prepare(batch.nextPosition);
+        if (!batch.caughtUp) {
+          next = this.prepare(batch.nextPosition);
+          this.readsInProgress = 1;
+          this.bufferedEvents += next.count;
+        }
         const outcome = await processing;
         this.coreProcessingTimeMs += performance.now() - started;
         if (outcome.emitted.length > 0 && !this.persisted.config.emitEnabled) {
@@ -250,8 +322,9 @@ export class Projection {
           return;
         }
         this.lastHandledPosition = batch.positions[batch.positions.length - 1];
+        if (outcome.handled > 0) this.unhandledBytes = 0;
       }
-      this.bufferedEvents = 0;
+      this.bufferedEvents = next?.count ?? 0;
       this.position = batch.nextPosition;
       if (this.persisted.mode !== 'Continuous' && this.position >= endAtStart) {
         await this.complete();
@@ -291,21 +364,39 @@ export class Projection {
     throw new Error(`The state size of projection '${this.name}'${where} is ${size} bytes which exceeds the configured MaxProjectionStateSize of ${max} bytes.`);
   }
 
+  /**
+   * The reference's rule (projections.md §13): a checkpoint is suggested once handled events reach
+   * checkpointHandledThreshold or unhandled log bytes pass checkpointUnhandledBytesThreshold, and
+   * checkpointAfterMs has passed since the last one. Emitted events and results are written with
+   * checkpoints here, so pending ones make a checkpoint due as soon as checkpointAfterMs allows; and
+   * a write that would grow too large (maxWriteBatchLength events for one emitted stream, or the
+   * fixed guards on all emits and on changed partitions) is written at once, whatever the time.
+   */
   private checkpointDue(caughtUp: boolean): boolean {
     if (!this.checkpoints) return false;
-    // Many pending emits make one large write that would hold the event loop: write them now.
-    if (this.pendingEmits.length >= MAX_EMITS_PER_CHECKPOINT) return true;
-    if (this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
-    const since = Date.now() - this.lastCheckpointAt;
     const config = this.persisted.config;
+    if (this.pendingEmits.length >= MAX_EMITS_PER_CHECKPOINT || this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
+    if (this.pendingEmits.length >= config.maxWriteBatchLength && this.longestEmittedWrite() >= config.maxWriteBatchLength) return true;
+    const since = Date.now() - this.lastCheckpointAt;
     if (since < config.checkpointAfterMs) return false;
-    // Emitted events and results become visible only with a checkpoint: write them soon.
     const visibleWrites = this.pendingEmits.length > 0 || (this.definition!.producesResults && this.touchedSinceCheckpoint);
     if (visibleWrites) return true;
-    // Only states changed: a crash would just replay them, so checkpoint less often (each one
-    // writes every changed partition's state).
-    if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return since >= STATE_CHECKPOINT_MS;
+    if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return true;
+    if (this.unhandledBytes > config.checkpointUnhandledBytesThreshold) return true;
+    // Beyond the reference: states changed and the log went quiet, so save them now.
     return caughtUp && this.touchedSinceCheckpoint && since >= IDLE_CHECKPOINT_MS;
+  }
+
+  /** The most events pending for one emitted stream. */
+  private longestEmittedWrite(): number {
+    const perStream = new Map<string, number>();
+    let longest = 0;
+    for (const e of this.pendingEmits) {
+      const n = (perStream.get(e.streamId) ?? 0) + 1;
+      perStream.set(e.streamId, n);
+      if (n > longest) longest = n;
+    }
+    return longest;
   }
 
   private async waitForCommit(): Promise<void> {
@@ -371,7 +462,7 @@ export class Projection {
       this.fault(handlerFailure(this.name, this.lastHandledPosition, (err as Error).message));
       return;
     }
-    const writes = new WriteSet(this.store);
+    const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
     const position = this.position;
     const tagMeta = { $v: this.tag, $c: position, $p: position };
     for (const e of this.engine?.checkpointEvents?.(tagMeta) ?? []) this.pendingEmits.push(e);
@@ -386,38 +477,45 @@ export class Projection {
     const root = this.partitions.get('');
     const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
     writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
+    const visibleEvents = this.pendingEmits.length + this.pendingResults.size;
     this.pendingEmits = [];
     this.pendingResults.clear();
     this.changedPartitions.clear();
     this.newPartitions = [];
     this.handledSinceCheckpoint = 0;
+    this.unhandledBytes = 0;
     this.touchedSinceCheckpoint = false;
     this.lastCheckpointAt = Date.now();
-    this.writesInProgress = writes.count;
+    this.writesInProgress = 1;
+    this.writeRecordsInFlight = writes.count;
+    this.writePendingEventsBeforeCheckpoint = visibleEvents;
     // Checkpoint, states and emitted events stay one atomic batch; its fsync can wait for the
     // next synced write, since after a crash the projection redoes everything since the last
     // checkpoint that made it (exactly once either way).
     this.writing = this.store.transact(writes.toStreamWrites(), true).then(
       () => { this.lastCheckpointPosition = position; },
       (err: Error) => this.fault(`The ${this.name} projection failed: ${err.message}`),
-    ).finally(() => { this.writesInProgress = 0; });
+    ).finally(() => {
+      this.writesInProgress = 0;
+      this.writeRecordsInFlight = 0;
+      this.writePendingEventsBeforeCheckpoint = 0;
+    });
   }
 
   private addEmits(writes: WriteSet, tagMeta: Record<string, unknown>): void {
     // The tag's keys win over the emitted metadata's: appended last, JSON readers take the last duplicate.
     const tagJson = JSON.stringify(tagMeta);
+    const track = this.persisted.config.trackEmittedStreams;
     for (const e of this.pendingEmits) {
-      this.claim(writes, e.streamId);
+      const firstWrite = this.claim(writes, e.streamId);
       const own = JSON.stringify(e.metadata);
       const metadata = own === '{}' ? tagJson : `${own.slice(0, -1)},${tagJson.slice(1)}`;
       writes.add(e.streamId, {
         eventId: newUuid(), eventType: e.eventType, isJson: e.isJson, data: Buffer.from(e.data, 'utf8'),
         metadata: Buffer.from(metadata, 'utf8'), idempotent: false,
       });
-      if (this.persisted.config.trackEmittedStreams && !this.trackedStreams.has(e.streamId)) {
-        this.trackedStreams.add(e.streamId);
-        if (!this.wasTracked(e.streamId)) writes.add(emittedStreamsStream(this.name), event(EVENT.streamTracked, e.streamId, false, tagMeta));
-      }
+      // A stream this projection never wrote before is tracked with the write that first fills it.
+      if (track && firstWrite) writes.add(emittedStreamsStream(this.name), event(EVENT.streamTracked, e.streamId, false, tagMeta));
     }
   }
 
@@ -443,10 +541,14 @@ export class Projection {
    * Before the first write of a run to a stream: it must not hold events written by anyone else,
    * and events of an older epoch (before a reset) are hidden behind a new $tb.
    */
-  private claim(writes: WriteSet, streamId: string): void {
-    if (this.ownedStreams.has(streamId)) return;
+  private claim(writes: WriteSet, streamId: string): boolean {
+    if (this.ownedStreams.delete(streamId)) {
+      this.ownedStreams.set(streamId, true); // most recently used last
+      return false;
+    }
     const info = this.store.streamInfo(streamId);
     if (info?.tombstoned) throw new Error(`Stream : ${streamId} is deleted. Cannot emit events to it`);
+    let firstWrite = true;
     const last = this.store.readEvent(streamId, -1);
     if (last.status === 'ok' && last.event.event) {
       const tag = readTag(last.event.event.metadata);
@@ -455,23 +557,16 @@ export class Projection {
       if (id !== this.id && this.isLiveProjection(id)) {
         throw new Error(`Multiple projections emitting to the same stream detected. Stream: '${streamId}'.`);
       }
+      firstWrite = id !== this.id;
       // Written by an older epoch of this projection, or by a deleted one: hide those events.
       if (id !== this.id || epoch < this.persisted.epoch) {
         const meta = { ...this.store.metadataOf(streamId).raw, $tb: info!.lastEventNumber + 1 };
-        writes.add(`$$${streamId}`, event('$metadata', JSON.stringify(meta), true, {}));
+        writes.add(metastreamOf(streamId), event('$metadata', JSON.stringify(meta), true, {}));
       }
     }
-    this.ownedStreams.add(streamId);
-  }
-
-  private wasTracked(streamId: string): boolean {
-    for (let from = 0; ;) {
-      const page = this.store.readStreamForward(emittedStreamsStream(this.name), from, 1000);
-      if (page.status !== 'ok') return false;
-      if (page.events.some((e) => e.event?.data.toString('utf8') === streamId)) return true;
-      if (page.isEndOfStream) return false;
-      from += 1000;
-    }
+    this.ownedStreams.set(streamId, true);
+    if (this.ownedStreams.size > OWNED_STREAMS_CACHE) this.ownedStreams.delete(this.ownedStreams.keys().next().value!);
+    return firstWrite;
   }
 
   /** Query modes at the end of the log: one Result per partition, then $Eof; the projection is Completed. */
@@ -563,7 +658,8 @@ class WriteSet {
   private readonly perStream = new Map<string, number>();
   private readonly ordered: { streamId: string; event: ProposedEvent }[] = [];
 
-  constructor(private readonly store: Store) {}
+  /** `maxWriteBatchLength`: no write to one stream holds more events than this (0: no limit). */
+  constructor(private readonly store: Store, private readonly maxWriteLength = 0) {}
 
   get count(): number {
     return this.ordered.length;
@@ -581,20 +677,21 @@ class WriteSet {
   /** A checkpoint: only the latest two are kept, so a new checkpoint stream gets $maxCount 2 with its first event. */
   addCheckpoint(streamId: string, e: ProposedEvent): void {
     if (!this.store.streamInfo(streamId) && !this.perStream.has(streamId)) {
-      this.add(`$$${streamId}`, event('$metadata', '{"$maxCount":2}', true, {}));
+      this.add(metastreamOf(streamId), event('$metadata', '{"$maxCount":2}', true, {}));
     }
     this.add(streamId, e);
   }
 
   /**
    * The writes in the order the events were added (consecutive events of one stream form one
-   * write), so the log keeps the order in which the projection emitted across streams.
+   * write, of at most maxWriteBatchLength events), so the log keeps the order in which the
+   * projection emitted across streams.
    */
   toStreamWrites(): StreamWrite[] {
     const writes: StreamWrite[] = [];
     for (const { streamId, event: e } of this.ordered) {
       const last = writes[writes.length - 1];
-      if (last && last.streamId === streamId) last.events.push(e);
+      if (last && last.streamId === streamId && (this.maxWriteLength <= 0 || last.events.length < this.maxWriteLength)) last.events.push(e);
       else writes.push({ streamId, expected: ExpectedVersion.any, events: [e] });
     }
     return writes;
