@@ -177,13 +177,7 @@ export class UserStore {
 
   private readLogins(): Set<string> {
     const logins = this.listed;
-    for (let from = 0; ;) {
-      const page = this.store.readStreamForward(USERS_STREAM, from, 1000);
-      if (page.status !== 'ok') break;
-      for (const e of page.events) if (e.event) logins.add(e.event.data.toString('utf8'));
-      if (page.isEndOfStream) break;
-      from += 1000;
-    }
+    for (const record of this.store.streamRecords(USERS_STREAM)) logins.add(record.data.toString('utf8'));
     return logins;
   }
 

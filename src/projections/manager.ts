@@ -234,15 +234,9 @@ export class ProjectionManager {
   }
 
   private emittedStreams(name: string): string[] {
-    const streams: string[] = [];
-    for (let from = 0; ;) {
-      const page = this.store.readStreamForward(emittedStreamsStream(name), from, 1000);
-      if (page.status !== 'ok') break;
-      for (const e of page.events) if (e.event) streams.push(e.event.data.toString('utf8'));
-      if (page.isEndOfStream) break;
-      from += 1000;
-    }
-    return streams;
+    const streams = new Set<string>();
+    for (const record of this.store.streamRecords(emittedStreamsStream(name))) streams.add(record.data.toString('utf8'));
+    return [...streams];
   }
 
   private async persist(p: Projection, next: PersistedProjection): Promise<void> {
@@ -255,18 +249,10 @@ export class ProjectionManager {
   /** Names in the registry that were created and not deleted since, with their ids. */
   private registered(): Map<string, number> {
     const names = new Map<string, number>();
-    for (let from = 0; ;) {
-      const page = this.store.readStreamForward(REGISTRY_STREAM, from, 1000);
-      if (page.status !== 'ok') break;
-      for (const e of page.events) {
-        const record = e.event;
-        if (!record) continue;
-        const name = record.data.toString('utf8');
-        if (record.eventType === EVENT.created) names.set(name, record.eventNumber);
-        else if (record.eventType === EVENT.deleted) names.delete(name);
-      }
-      if (page.isEndOfStream) break;
-      from += 1000;
+    for (const record of this.store.streamRecords(REGISTRY_STREAM)) {
+      const name = record.data.toString('utf8');
+      if (record.eventType === EVENT.created) names.set(name, record.eventNumber);
+      else if (record.eventType === EVENT.deleted) names.delete(name);
     }
     return names;
   }

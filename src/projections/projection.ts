@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, LINK_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
+  ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 import type { BatchOutcome, EmittedEvent } from './sandbox.js';
 import type { Engine, EngineLimits, Selected } from './engine.js';
@@ -561,7 +561,7 @@ export class Projection {
       // Written by an older epoch of this projection, or by a deleted one: hide those events.
       if (id !== this.id || epoch < this.persisted.epoch) {
         const meta = { ...this.store.metadataOf(streamId).raw, $tb: info!.lastEventNumber + 1 };
-        writes.add(metastreamOf(streamId), event('$metadata', JSON.stringify(meta), true, {}));
+        writes.add(metastreamOf(streamId), event(METADATA_EVENT_TYPE, JSON.stringify(meta), true, {}));
       }
     }
     this.ownedStreams.set(streamId, true);
@@ -617,20 +617,14 @@ export class Projection {
       const state = root[0] === null ? null : JSON.stringify(root[0]);
       partitions.set('', { state, result: root.length > 1 ? JSON.stringify(root[1]) : state });
     }
-    for (let from = 0; ;) {
-      const page = this.store.readStreamForward(partitionsStream(this.name), from, 1000);
-      if (page.status !== 'ok') break;
-      for (const e of page.events) {
-        if (!e.event || !this.sameEpoch(readTag(e.event.metadata))) continue;
-        const p = e.event.data.toString('utf8');
-        const cp = this.store.readEvent(partitionCheckpointStream(this.name, p), -1);
-        if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) continue;
-        const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
-        const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
-        partitions.set(p, { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) });
-      }
-      if (page.isEndOfStream) break;
-      from += 1000;
+    for (const entry of this.store.streamRecords(partitionsStream(this.name))) {
+      if (!this.sameEpoch(readTag(entry.metadata))) continue;
+      const p = entry.data.toString('utf8');
+      const cp = this.store.readEvent(partitionCheckpointStream(this.name, p), -1);
+      if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) continue;
+      const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
+      const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
+      partitions.set(p, { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) });
     }
     return partitions;
   }
@@ -677,7 +671,7 @@ class WriteSet {
   /** A checkpoint: only the latest two are kept, so a new checkpoint stream gets $maxCount 2 with its first event. */
   addCheckpoint(streamId: string, e: ProposedEvent): void {
     if (!this.store.streamInfo(streamId) && !this.perStream.has(streamId)) {
-      this.add(metastreamOf(streamId), event('$metadata', '{"$maxCount":2}', true, {}));
+      this.add(metastreamOf(streamId), event(METADATA_EVENT_TYPE, '{"$maxCount":2}', true, {}));
     }
     this.add(streamId, e);
   }

@@ -1,5 +1,5 @@
 import {
-  isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord, type Store,
+  isMetastream, isSoftDeleted, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord, type Store,
 } from '../store/index.js';
 import type { EventFilter, SourceDefinition } from './definition.js';
 import type { Selected } from './engine.js';
@@ -42,7 +42,7 @@ export function selectEvent(def: SourceDefinition, filter: EventFilter, store: S
 /** A tombstone or a soft-deleting metadata event: the partition (stream) it deletes. */
 function deletedPartitionOf(event: EventRecord): string | undefined {
   if (event.tombstone) return event.streamId;
-  if (isMetastream(event.streamId) && event.eventType === '$metadata' && isSoftDeleted(parseMetadata(event.data))) {
+  if (isMetastream(event.streamId) && event.eventType === METADATA_EVENT_TYPE && isSoftDeleted(parseMetadata(event.data))) {
     return originalStreamOf(event.streamId);
   }
   return undefined;

@@ -1,5 +1,5 @@
 import {
-  isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, shownName, streamNameProblem, type EventRecord,
+  isMetastream, isSoftDeleted, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, originalStreamOf, parseMetadata, shownName, streamNameProblem, type EventRecord,
 } from '../store/index.js';
 import type { SourceDefinition } from './definition.js';
 import type { Engine, Selected } from './engine.js';
@@ -51,7 +51,7 @@ const NATIVE_DEFINITION: SourceDefinition = {
 
 /** A soft delete of a user stream: the `$metadata` event that sets its `$tb` to the maximum. */
 function softDeletedStream(r: EventRecord): string | undefined {
-  if (!isMetastream(r.streamId) || r.eventType !== '$metadata') return undefined;
+  if (!isMetastream(r.streamId) || r.eventType !== METADATA_EVENT_TYPE) return undefined;
   const original = originalStreamOf(r.streamId);
   return !original.startsWith('$') && isSoftDeleted(parseMetadata(r.data)) ? original : undefined;
 }

@@ -6,6 +6,7 @@ import { Reader } from './reader.js';
 import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type StreamWrite } from './writer.js';
 import { loadStreams, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import type { ExpectedVersion } from './expected-version.js';
+import type { EventRecord } from './record.js';
 
 export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
@@ -148,6 +149,19 @@ export class Store {
 
   readStreamForward(streamId: string, from: number, count: number, resolveLinks = false) {
     return this.reader.readStreamForward(streamId, from, count, resolveLinks);
+  }
+
+  /**
+   * Every record a read of the stream shows, oldest first, read a page at a time (nothing for a
+   * stream that does not exist or is deleted). The one way to walk a whole stream.
+   */
+  *streamRecords(streamId: string, pageSize = 1000): Generator<EventRecord> {
+    for (let from = 0; ; from += pageSize) {
+      const page = this.reader.readStreamForward(streamId, from, pageSize, false);
+      if (page.status !== 'ok') return;
+      for (const e of page.events) if (e.event) yield e.event;
+      if (page.isEndOfStream) return;
+    }
   }
 
   readStreamBackward(streamId: string, from: number, count: number, resolveLinks = false) {

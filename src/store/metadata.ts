@@ -17,6 +17,9 @@ export interface StreamMetadata {
   raw: Record<string, unknown>;
 }
 
+/** The type of a metadata stream's events (`$$<stream>`: the latest one is the stream's metadata). */
+export const METADATA_EVENT_TYPE = '$metadata';
+
 export const EMPTY_METADATA: StreamMetadata = Object.freeze({ raw: {} });
 
 export function isMetastream(streamId: string): boolean {

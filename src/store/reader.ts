@@ -1,12 +1,12 @@
 import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
-import { nowMicros } from './clock.js';
 import type { LogTailCache } from './log-cache.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
 
 export { LINK_EVENT_TYPE };
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
+import { isVisibleIn, visibilityOf, type Visibility } from './visibility.js';
 import {
   EMPTY_METADATA, isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, parseMetadata, type StreamMetadata,
 } from './metadata.js';
@@ -89,13 +89,14 @@ export class Reader {
     const found = this.openStream(streamId);
     if (found.status !== 'ok') return found;
     const { info, metadata } = found;
+    const visibility = visibilityOf(info, metadata);
     const last = info.lastEventNumber;
-    const start = Math.max(from, this.firstVisible(info, metadata));
+    const start = Math.max(from, visibility.firstEventNumber);
     const end = Math.min(from + count - 1, last);
     const records = start <= end ? this.recordsBetween(info, start, end, false) : [];
     return {
       status: 'ok', lastEventNumber: last, metadata, isEndOfStream: from + count > last,
-      events: this.present(records, metadata, resolveLinks),
+      events: this.present(records, visibility, resolveLinks),
     };
   }
 
@@ -104,14 +105,15 @@ export class Reader {
     const found = this.openStream(streamId);
     if (found.status !== 'ok') return found;
     const { info, metadata } = found;
+    const visibility = visibilityOf(info, metadata);
     const last = info.lastEventNumber;
     const top = from < 0 ? last : from;
-    const start = Math.max(top - count + 1, this.firstVisible(info, metadata));
+    const start = Math.max(top - count + 1, visibility.firstEventNumber);
     const end = Math.min(top, last);
     const records = start <= end ? this.recordsBetween(info, start, end, true) : [];
     return {
-      status: 'ok', lastEventNumber: last, metadata, isEndOfStream: top - count < this.firstVisible(info, metadata),
-      events: this.present(records, metadata, resolveLinks),
+      status: 'ok', lastEventNumber: last, metadata, isEndOfStream: top - count < visibility.firstEventNumber,
+      events: this.present(records, visibility, resolveLinks),
     };
   }
 
@@ -120,10 +122,11 @@ export class Reader {
     const found = this.openStream(streamId);
     if (found.status !== 'ok') return found;
     const { info, metadata } = found;
+    const visibility = visibilityOf(info, metadata);
     const n = eventNumber < 0 ? info.lastEventNumber : eventNumber;
-    if (n > info.lastEventNumber || n < this.firstVisible(info, metadata)) return { status: 'notFound' };
+    if (n > info.lastEventNumber || n < visibility.firstEventNumber) return { status: 'notFound' };
     const record = this.recordAt(info, n);
-    const [event] = record ? this.present([record], metadata, resolveLinks) : [];
+    const [event] = record ? this.present([record], visibility, resolveLinks) : [];
     if (!event) return { status: 'notFound' };
     return { status: 'ok', event, lastEventNumber: info.lastEventNumber, metadata };
   }
@@ -173,16 +176,8 @@ export class Reader {
   /** Whether a stream read would show this record ($tb, $maxCount, $maxAge, deletion). */
   isVisible(record: EventRecord): boolean {
     const info = this.streams.get(record.streamId);
-    if (!info || info.tombstoned) return false;
-    const metadata = this.metadataOf(record.streamId);
-    if (isSoftDeleted(metadata) || record.eventNumber < this.firstVisible(info, metadata)) return false;
-    return metadata.maxAge === undefined || record.created >= nowMicros() - metadata.maxAge * 1_000_000;
-  }
-
-  private firstVisible(info: StreamInfo, metadata: StreamMetadata): number {
-    let first = metadata.truncateBefore ?? 0;
-    if (metadata.maxCount !== undefined) first = Math.max(first, info.lastEventNumber - metadata.maxCount + 1);
-    return first;
+    if (!info) return false;
+    return isVisibleIn(visibilityOf(info, this.metadataOf(record.streamId)), record.eventNumber, record.created);
   }
 
   private recordAt(info: StreamInfo, eventNumber: number): EventRecord | undefined {
@@ -222,11 +217,10 @@ export class Reader {
   }
 
   /** Applies $maxAge and, when asked, resolves `$>` links to their targets. */
-  private present(records: EventRecord[], metadata: StreamMetadata, resolveLinks: boolean): ResolvedEvent[] {
-    const oldest = metadata.maxAge === undefined ? -Infinity : nowMicros() - metadata.maxAge * 1_000_000;
+  private present(records: EventRecord[], visibility: Visibility, resolveLinks: boolean): ResolvedEvent[] {
     const out: ResolvedEvent[] = [];
     for (const record of records) {
-      if (record.created < oldest) continue;
+      if (record.created < visibility.oldestCreated) continue;
       if (resolveLinks && record.eventType === LINK_EVENT_TYPE) out.push(this.resolveLink(record));
       else out.push({ event: record });
     }

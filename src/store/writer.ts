@@ -10,7 +10,7 @@ import {
   type StreamInfo, type WriterCheckpoint,
 } from './stream-state.js';
 import {
-  isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, SOFT_DELETED_TB_TEXT, type StreamMetadata,
+  isMetastream, isSoftDeleted, METADATA_EVENT_TYPE, metastreamOf, originalStreamOf, SOFT_DELETED_TB_TEXT, type StreamMetadata,
 } from './metadata.js';
 import { newUuid } from './uuid.js';
 import { WriterStats } from './writer-stats.js';
@@ -78,7 +78,6 @@ const MAX_BYTES_PER_FLUSH = 16 * 1024 * 1024;
  * at most one.
  */
 const MAX_RECORDS_PER_DEFERRED_FLUSH = 1000;
-const METADATA_EVENT_TYPE = '$metadata';
 
 /** The batch being built by one flush: stream infos and event ids changed so far overlay the committed ones. */
 class BatchBuilder {
