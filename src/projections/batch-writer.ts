@@ -4,7 +4,9 @@
 
 const HEX_HIGH = Uint8Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0').charCodeAt(0));
 const HEX_LOW = Uint8Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0').charCodeAt(1));
+/** The cache holds at most this many names, each of at most ESCAPED_MAX_LENGTH characters (about 26 MB at worst). */
 const ESCAPED_LIMIT = 100_000;
+const ESCAPED_MAX_LENGTH = 128;
 
 export class JsonBatchWriter {
   private buf = Buffer.allocUnsafe(1 << 20);
@@ -56,6 +58,7 @@ export class JsonBatchWriter {
 
   /** A JSON string of `text` (escaped), cached for names that repeat. */
   string(text: string): this {
+    if (text.length > ESCAPED_MAX_LENGTH) return this.raw(Buffer.from(JSON.stringify(text), 'utf8')); // rare: not cached
     let bytes = JsonBatchWriter.escaped.get(text);
     if (!bytes) {
       bytes = Buffer.from(JSON.stringify(text), 'utf8');

@@ -43,6 +43,7 @@ export interface AllPage {
 /** Metastreams keep only their latest event visible. */
 const METASTREAM_METADATA: StreamMetadata = Object.freeze({ maxCount: 1, raw: { $maxCount: 1 } });
 const METADATA_CACHE_LIMIT = 100_000;
+const METADATA_CACHE_BYTES = 64 * 1024 * 1024;
 
 export interface ReadCounters {
   cachedRecord: number;
@@ -53,6 +54,7 @@ export interface ReadCounters {
 
 export class Reader {
   private readonly metadataCache = new Map<string, StreamMetadata>();
+  private metadataCacheBytes = 0;
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
@@ -76,12 +78,19 @@ export class Reader {
     this.counters.notCachedStreamInfo++;
     const meta = this.streams.get(metastreamOf(streamId));
     let metadata = EMPTY_METADATA;
+    let bytes = 0;
     if (meta && meta.lastEventNumber >= 0) {
       const record = this.recordAt(meta, meta.lastEventNumber);
       if (record) metadata = parseMetadata(record.data);
+      bytes = record?.data.length ?? 0;
     }
-    if (this.metadataCache.size >= METADATA_CACHE_LIMIT) this.metadataCache.clear(); // bounded: re-read on demand
+    // Bounded in entries and in bytes of the documents held: what is dropped is read again on demand.
+    if (this.metadataCache.size >= METADATA_CACHE_LIMIT || this.metadataCacheBytes + bytes > METADATA_CACHE_BYTES) {
+      this.metadataCache.clear();
+      this.metadataCacheBytes = 0;
+    }
     this.metadataCache.set(streamId, metadata);
+    this.metadataCacheBytes += bytes;
     return metadata;
   }
 
