@@ -3,14 +3,15 @@ import { newUuid, type ResolvedEvent, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import { ParkedMessages } from './parked.js';
 import { appendKeepingLatest } from './streams.js';
-import { ConsumerSlot, createStrategy, type Consumer, type ConsumerStrategy } from './consumers.js';
 
 // One persistent subscription group: the competing-consumer state machine of the established
 // servers. Messages flow  stream → read buffer (or retry list) → outstanding (handed out, with a
 // deadline) → handled (ack, skip) or retried or parked. Buffers, deadlines and retry counts live
 // in memory; the checkpoint (the last event such that it and everything before it is handled)
 // and the parked messages live in the log, so a restart redelivers at most what was handed out
-// after the last checkpoint and never skips an event.
+// after the last checkpoint and never skips an event. Consumers pull over HTTP: a pull takes
+// straight from the buffers, bypassing consumer strategies, as the reference describes; the node
+// has no push transport (TCP/gRPC), so it keeps no push consumers.
 
 export type NackAction = 'Park' | 'Retry' | 'Skip' | 'Stop' | 'Unknown';
 
@@ -35,8 +36,6 @@ export interface Message {
   expiresAt: number;
   /** Read while the group was live (for liveBufferCount). */
   live: boolean;
-  /** The push consumer holding it; undefined for HTTP pulls. */
-  owner?: ConsumerSlot;
 }
 
 export function checkpointStreamOf(stream: string, group: string): string {
@@ -55,8 +54,6 @@ export class PersistentGroup {
   readonly checkpointStream: string;
   readonly parked: ParkedMessages;
   private retry: Message[] = [];
-  private readonly consumers = new Map<string, ConsumerSlot>();
-  private readonly strategy: ConsumerStrategy;
   private read: Message[] = [];
   private readHead = 0;
   private readonly outstanding = new Map<string, Message>();
@@ -83,7 +80,6 @@ export class PersistentGroup {
   constructor(readonly stream: string, readonly name: string, readonly settings: GroupSettings,
     private readonly store: Store, private readonly log: Logger) {
     this.checkpointStream = checkpointStreamOf(stream, name);
-    this.strategy = createStrategy(settings.namedConsumerStrategy);
     this.parked = new ParkedMessages(store, parkedStreamOf(stream, name), log, settings.readBatchSize, {
       onParked: (m) => this.handled(m),
       onParkFailed: (m) => this.insertRetry(m),
@@ -140,8 +136,6 @@ export class PersistentGroup {
       }
     }
     this.stopped = true;
-    for (const slot of this.consumers.values()) slot.consumer.dropped?.('Unsubscribed');
-    this.consumers.clear();
     await this.parked.idle();
   }
 
@@ -159,10 +153,7 @@ export class PersistentGroup {
     this.fillScheduled = true;
     setImmediate(() => {
       this.fillScheduled = false;
-      if (!this.stopped) {
-        this.fill();
-        this.push();
-      }
+      if (!this.stopped) this.fill();
     });
   }
 
@@ -241,74 +232,6 @@ export class PersistentGroup {
     this.outstanding.set(m.id, m);
   }
 
-  // ---- push consumers ----------------------------------------------------------------------
-
-  /** Connects a push consumer; false when the group has its maximum of subscribers. */
-  connect(consumer: Consumer): boolean {
-    const max = this.settings.maxSubscriberCount;
-    if (this.stopped || (max > 0 && this.consumers.size >= max)) return false;
-    const slot = new ConsumerSlot(consumer);
-    this.consumers.set(consumer.id, slot);
-    this.strategy.add(slot);
-    this.push();
-    return true;
-  }
-
-  /** A consumer went away: its unsettled messages are retried (or parked when out of retries), in event order. */
-  disconnect(consumerId: string): void {
-    const slot = this.consumers.get(consumerId);
-    if (!slot) return;
-    this.consumers.delete(consumerId);
-    this.strategy.remove(slot);
-    const held = [...slot.inFlight].map((id) => this.outstanding.get(id)!).filter(Boolean)
-      .sort((a, b) => a.eventNumber - b.eventNumber);
-    for (const m of held) {
-      this.release(m);
-      this.retryOrPark(m);
-    }
-    this.push();
-  }
-
-  /** Offers buffered messages (retries first) to the consumers through the group's strategy. */
-  private push(now = Date.now()): void {
-    if (this.consumers.size === 0 || this.stopped) return;
-    this.fill();
-    const offer = (messages: Message[], from: number): { kept: Message[]; stoppedAt: number } => {
-      const kept: Message[] = [];
-      for (let i = from; i < messages.length; i++) {
-        const m = messages[i];
-        const picked = this.outstanding.has(m.id) ? 'Skipped' : this.strategy.pick(m);
-        if (picked === 'NoMoreCapacity') return { kept, stoppedAt: i };
-        if (picked === 'Skipped') {
-          kept.push(m);
-          continue;
-        }
-        this.lease(m, now);
-        m.owner = picked;
-        picked.inFlight.add(m.id);
-        picked.totalItems++;
-        picked.countSinceMeasurement++;
-        this.totalItems++;
-        this.countSinceMeasurement++;
-        picked.consumer.deliver(m);
-      }
-      return { kept, stoppedAt: messages.length };
-    };
-    for (;;) {
-      const sentBefore = this.totalItems;
-      const retries = offer(this.retry, 0);
-      const retriesBlocked = retries.stoppedAt < this.retry.length;
-      this.retry = [...retries.kept, ...this.retry.slice(retries.stoppedAt)];
-      if (retriesBlocked) return;
-      const reads = offer(this.read, this.readHead);
-      const readsBlocked = reads.stoppedAt < this.read.length;
-      this.read = [...reads.kept, ...this.read.slice(reads.stoppedAt)];
-      this.readHead = 0;
-      if (readsBlocked || this.totalItems === sentBefore) return;
-      this.fill(); // the buffer drained into the consumers: read on
-    }
-  }
-
   private nextRead(): Message | undefined {
     if (this.readHead >= this.read.length) return undefined;
     const m = this.read[this.readHead++];
@@ -336,7 +259,6 @@ export class PersistentGroup {
       this.handled(m);
     }
     this.tryCheckpoint(false);
-    this.push();
   }
 
   nack(ids: readonly string[], action: NackAction, reason: string): void {
@@ -349,16 +271,11 @@ export class PersistentGroup {
       else this.retryOrPark(m);
     }
     this.tryCheckpoint(false);
-    this.push();
   }
 
-  /** Ends a lease: out of the outstanding set and its consumer's in-flight set. */
+  /** Ends a lease. */
   private release(m: Message): void {
     this.outstanding.delete(m.id);
-    if (m.owner) {
-      m.owner.inFlight.delete(m.id);
-      m.owner = undefined;
-    }
   }
 
   private handled(m: Message): void {
@@ -391,21 +308,15 @@ export class PersistentGroup {
   tick(now = Date.now()): void {
     if (this.stopped) return;
     // Every lease has the same timeout, so the outstanding map (insertion order) is in deadline order.
-    for (const [id, m] of this.outstanding) {
+    for (const m of this.outstanding.values()) {
       if (m.expiresAt > now) break;
       this.release(m);
       this.retryOrPark(m);
     }
     this.tryCheckpoint(true, now);
-    this.push();
     if (now - this.lastMeasurementAt >= 1000) {
-      const perSecond = (n: number) => Math.round((n * 1000) / (now - this.lastMeasurementAt));
-      this.averagePerSecond = perSecond(this.countSinceMeasurement);
+      this.averagePerSecond = Math.round((this.countSinceMeasurement * 1000) / (now - this.lastMeasurementAt));
       this.countSinceMeasurement = 0;
-      for (const slot of this.consumers.values()) {
-        slot.averagePerSecond = perSecond(slot.countSinceMeasurement);
-        slot.countSinceMeasurement = 0;
-      }
       this.lastMeasurementAt = now;
     }
   }
