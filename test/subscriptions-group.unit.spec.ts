@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
 import { ExpectedVersion, newUuid, Store, type EventRecord, type ProposedEvent } from '../src/store/index.js';
-import {
-  checkpointStreamOf, parkedStreamOf, PersistentGroup, type Message,
-} from '../src/subscriptions/group.js';
+import { checkpointStreamOf, parkedStreamOf, PersistentGroup } from '../src/subscriptions/group.js';
+import type { Message } from '../src/subscriptions/message.js';
 import { DEFAULT_SETTINGS, type GroupSettings } from '../src/subscriptions/settings.js';
 
 // Unit tests of the persistent-subscription group state machine (reference §1.4–1.7): time is

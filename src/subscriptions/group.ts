@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import { newUuid, type ResolvedEvent, type Store } from '../store/index.js';
+import { newUuid, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
+import { messageIdOf, type Message } from './message.js';
 import { ParkedMessages } from './parked.js';
 import { appendKeepingLatest } from './streams.js';
 
@@ -20,34 +21,12 @@ const LEGACY_CHECKPOINT_EVENT_TYPE = 'SubscriptionCheckpoint';
 /** Page size cap of history reads, as the established servers cap it. */
 const MAX_READ_BATCH = 100;
 
-export interface Message {
-  readonly event: ResolvedEvent;
-  /** The ack/nack id: the id of the event as read (a resolved link's own id; a replayed message's parked link id). */
-  readonly id: string;
-  /** Its number in the group's stream (orders retries). */
-  readonly eventNumber: number;
-  retryCount: number;
-  /** Order of first hand-out; -1 until then, and always -1 for replayed parked messages (they never move checkpoints). */
-  seq: number;
-  /** Event number handed out just before this one (-1: none): the checkpoint while this one is unhandled. */
-  previousEventNumber: number;
-  /** A replayed parked message: its number in the parked stream; else -1. */
-  readonly parkedNumber: number;
-  expiresAt: number;
-  /** Read while the group was live (for liveBufferCount). */
-  live: boolean;
-}
-
 export function checkpointStreamOf(stream: string, group: string): string {
   return `$persistentsubscription-${stream}::${group}-checkpoint`;
 }
 
 export function parkedStreamOf(stream: string, group: string): string {
   return `$persistentsubscription-${stream}::${group}-parked`;
-}
-
-export function messageIdOf(event: ResolvedEvent): string {
-  return (event.link ?? event.event)!.eventId.toString('hex');
 }
 
 export class PersistentGroup {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { nowMicros } from '../store/clock.js';
 import { ExpectedVersion, LINK_EVENT_TYPE, metastreamOf, newUuid, SOFT_DELETED_TB, type Store } from '../store/index.js';
-import type { Message } from './group.js';
+import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.
 // Replay puts them back in front of new events. The established servers hide the replayed

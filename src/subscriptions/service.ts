@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
-import { PersistentGroup, type Message } from './group.js';
+import { PersistentGroup } from './group.js';
+import type { Message } from './message.js';
 import { appendKeepingLatest } from './streams.js';
 import { fromEntry, toEntry, type GroupSettings, type PersistedEntry } from './settings.js';
 
