@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { newUuid, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
+import { MAX_LEASED_MESSAGES } from './limits.js';
 import { messageIdOf, type Message } from './message.js';
 import { ParkedMessages } from './parked.js';
 import { appendKeepingLatest } from './streams.js';
@@ -32,7 +33,10 @@ export function parkedStreamOf(stream: string, group: string): string {
 export class PersistentGroup {
   readonly checkpointStream: string;
   readonly parked: ParkedMessages;
+  /** Messages to hand out again (nacked, timed out), in event order; they go before everything else. */
   private retry: Message[] = [];
+  /** Replayed parked messages read from the parked stream, in parked order; they go before new events. */
+  private replayed: Message[] = [];
   private read: Message[] = [];
   private readHead = 0;
   private readonly outstanding = new Map<string, Message>();
@@ -62,7 +66,6 @@ export class PersistentGroup {
     this.parked = new ParkedMessages(store, parkedStreamOf(stream, name), log, settings.readBatchSize, {
       onParked: (m) => this.handled(m),
       onParkFailed: (m) => this.insertRetry(m),
-      onReplayed: (messages) => { for (const m of messages) this.insertRetry(m); },
     });
   }
 
@@ -137,11 +140,18 @@ export class PersistentGroup {
   }
 
   private get bufferedCount(): number {
-    return this.retry.length + this.read.length - this.readHead;
+    return this.retry.length + this.replayed.length + this.read.length - this.readHead;
   }
 
-  /** Pages history into the read buffer while there is room for a page (reads are synchronous). */
+  /** Reads the next page of a parked replay in progress while the retry and replay lists have room. */
+  private loadReplayed(): void {
+    const room = this.settings.bufferSize - this.retry.length - this.replayed.length;
+    for (const m of this.parked.nextReplayed(room)) this.replayed.push(m);
+  }
+
+  /** Pages replayed parked messages, then history, into the buffers while there is room (reads are synchronous). */
   fill(): void {
+    this.loadReplayed();
     const batch = Math.min(this.settings.readBatchSize, MAX_READ_BATCH);
     const wasLive = this.isLive || this.caughtUpBeforeAppend;
     this.caughtUpBeforeAppend = false;
@@ -181,12 +191,16 @@ export class PersistentGroup {
 
   // ---- handing out and settling ------------------------------------------------------------
 
-  /** Leases up to `count` messages: retries first, then new events, in event order. */
+  /**
+   * Leases up to `count` messages: retries first, then replayed parked messages, then new events,
+   * in event order; fewer when the group has MAX_LEASED_MESSAGES out.
+   */
   take(count: number, now = Date.now()): Message[] {
     this.fill();
     const out: Message[] = [];
-    while (out.length < count) {
-      const m = this.retry.shift() ?? this.nextRead();
+    const wanted = Math.min(count, MAX_LEASED_MESSAGES - this.outstanding.size);
+    while (out.length < wanted) {
+      const m = this.retry.shift() ?? this.nextReplayed() ?? this.nextRead();
       if (!m) break;
       if (this.outstanding.has(m.id)) {
         // Two events with one id: the established servers deliver the second untracked; it counts as handled.
@@ -209,6 +223,11 @@ export class PersistentGroup {
     this.assignSeq(m);
     m.expiresAt = now + this.settings.messageTimeoutMs;
     this.outstanding.set(m.id, m);
+  }
+
+  private nextReplayed(): Message | undefined {
+    if (this.replayed.length === 0) this.loadReplayed();
+    return this.replayed.shift();
   }
 
   private nextRead(): Message | undefined {
@@ -272,15 +291,22 @@ export class PersistentGroup {
     this.insertRetry(m);
   }
 
-  /** Retries go out before new events, in event order; replayed parked messages queue behind them. */
+  /** Retries go out before new events, in event order; a replayed parked message queues behind the replayed ones. */
   private insertRetry(m: Message): void {
     if (this.stopped) return;
-    let i = this.retry.length;
-    if (m.parkedNumber < 0) {
-      i = this.retry.findIndex((r) => r.parkedNumber >= 0 || r.eventNumber > m.eventNumber);
-      if (i < 0) i = this.retry.length;
+    if (m.parkedNumber >= 0) {
+      this.replayed.push(m);
+      return;
     }
-    this.retry.splice(i, 0, m);
+    // Binary search: the first retry with a higher event number (timeouts arrive mostly in order).
+    let lo = 0;
+    let hi = this.retry.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.retry[mid].eventNumber > m.eventNumber) hi = mid;
+      else lo = mid + 1;
+    }
+    this.retry.splice(lo, 0, m);
   }
 
   /** The periodic tick: expire leases, checkpoint by time, measure rates. */
@@ -358,6 +384,7 @@ export class PersistentGroup {
   replayParked(stopAt: number | undefined): void {
     if (this.stopped) return;
     this.parked.replay(stopAt);
+    this.fill();
   }
 
   // ---- what /info shows --------------------------------------------------------------------
@@ -384,10 +411,22 @@ export class PersistentGroup {
       lastProcessed: this.lastPushedEventNumber,
       readBufferCount: this.read.length - this.readHead,
       liveBufferCount: live,
-      retryBufferCount: this.retry.length,
+      retryBufferCount: this.retry.length + this.replayed.length,
       outstandingMessagesCount: this.outstanding.size,
       parkedMessageCount: this.parked.count(),
       oldestParkedMessage: this.parked.oldestAgeSeconds(),
+    };
+  }
+
+  /** How many messages each in-memory structure holds (the bounds are in limits.ts). */
+  get heldMessages() {
+    return {
+      readBuffer: this.read.length - this.readHead,
+      retry: this.retry.length,
+      replayed: this.replayed.length,
+      leased: this.outstanding.size,
+      unhandled: this.unhandled.size,
+      replayPending: this.parked.pendingReplayCount,
     };
   }
 }
