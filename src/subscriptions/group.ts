@@ -415,6 +415,11 @@ export class PersistentGroup {
       outstandingMessagesCount: this.outstanding.size,
       parkedMessageCount: this.parked.count(),
       oldestParkedMessage: this.parked.oldestAgeSeconds(),
+      // Push connections and the messages in flight to them, as the reference defines both (§1.9):
+      // an HTTP pull is neither (its messages count in outstandingMessagesCount), and the node has
+      // no push transport, so there are none. Not a placeholder: the true count.
+      connectionCount: 0,
+      totalInFlightMessages: 0,
     };
   }
 
