@@ -4,17 +4,23 @@
 // each in-memory structure is capped here, and the log stays the source of truth for the rest
 // (unread events stay in the stream, parked messages in the parked stream until replayed).
 //
-// Per group, at most MAX_BUFFER_SIZE read-ahead messages, as many retried or replayed ones
-// waiting, and MAX_LEASED_MESSAGES handed out: with 1 KB events about 30 MB at the extreme and
-// ~1 MB at the defaults (bufferSize 500), times at most MAX_GROUPS groups.
+// Per group, at most 2 × bufferSize + MAX_LEASED_MESSAGES messages: the read-ahead buffer and the
+// replayed parked messages read ahead are each at most bufferSize, and every retry was one of at
+// most MAX_LEASED_MESSAGES leases (retries go out before new events are leased). An idle group at
+// the defaults holds at most 500; one at the extremes 30,000 (about 30 MB with 1 KB events).
 
-/** Groups on one node. A create beyond it answers 400; the definitions document stays well under an event's size. */
+/**
+ * Groups on one node; a create beyond it answers 400. Definitions already stored all load. (Their
+ * document is rewritten on every change: ~400 KB at the bound with short names; one larger than
+ * `maxAppendSize` is refused by the write door, 413.)
+ */
 export const MAX_GROUPS = 1_000;
 
 /**
- * Largest `bufferSize` (read buffer, and the retried/replayed messages waiting, each) a group may be
- * created or updated with; beyond it 400. The established servers' default is 500; 10,000 is
- * twenty times that and far above any page a pull takes (100).
+ * Largest `bufferSize` (the read-ahead buffer, and the replayed parked messages read ahead) a
+ * group may be created or updated with; beyond it 400. A definition stored before keeps its own.
+ * The established servers' default is 500; 10,000 is twenty times that and far above any page a
+ * pull takes (100).
  */
 export const MAX_BUFFER_SIZE = 10_000;
 
