@@ -7,13 +7,14 @@ import { ParkedMessages } from './parked.js';
 import { appendKeepingLatest } from './streams.js';
 
 // One persistent subscription group: the competing-consumer state machine of the established
-// servers. Messages flow  stream → read buffer (or retry list) → outstanding (handed out, with a
-// deadline) → handled (ack, skip) or retried or parked. Buffers, deadlines and retry counts live
-// in memory; the checkpoint (the last event such that it and everything before it is handled)
-// and the parked messages live in the log, so a restart redelivers at most what was handed out
-// after the last checkpoint and never skips an event. Consumers pull over HTTP: a pull takes
-// straight from the buffers, bypassing consumer strategies, as the reference describes; the node
-// has no push transport (TCP/gRPC), so it keeps no push consumers.
+// servers. Messages flow  stream → read buffer (or retry list, or replayed from the parked
+// stream) → outstanding (handed out, with a deadline) → handled (ack, skip) or retried or parked.
+// Buffers, deadlines and retry counts live in memory, within the bounds of limits.ts; the
+// checkpoint (the last event such that it and everything before it is handled) and the parked
+// messages live in the log, so a restart redelivers at most what was handed out after the last
+// checkpoint and never skips an event. Consumers pull over HTTP: a pull takes straight from the
+// buffers, bypassing consumer strategies, as the reference describes; the node has no push
+// transport (TCP/gRPC), so it keeps no push consumers.
 
 export type NackAction = 'Park' | 'Retry' | 'Skip' | 'Stop' | 'Unknown';
 
@@ -45,8 +46,8 @@ export class PersistentGroup {
   private nextEventNumber = 0;
   private lastKnown = -1;
   private nextSeq = 0;
-  private lastPushedSeq = -1;
-  private lastPushedEventNumber = -1;
+  private lastHandedOutSeq = -1;
+  private lastHandedOutEventNumber = -1;
   private lastCheckpointedSeq = -1;
   private lastCheckpointed = -1;
   private lastCheckpointAt = Date.now();
@@ -90,8 +91,8 @@ export class PersistentGroup {
     this.nextEventNumber = checkpoint + 1;
     this.lastCheckpointed = checkpoint;
     this.lastCheckpointedSeq = 0;
-    this.lastPushedSeq = 0;
-    this.lastPushedEventNumber = checkpoint;
+    this.lastHandedOutSeq = 0;
+    this.lastHandedOutEventNumber = checkpoint;
     this.nextSeq = 1;
   }
 
@@ -243,9 +244,9 @@ export class PersistentGroup {
   private assignSeq(m: Message): void {
     if (m.seq >= 0 || m.parkedNumber >= 0) return;
     m.seq = this.nextSeq++;
-    m.previousEventNumber = this.lastPushedEventNumber;
-    this.lastPushedSeq = m.seq;
-    this.lastPushedEventNumber = m.eventNumber;
+    m.previousEventNumber = this.lastHandedOutEventNumber;
+    this.lastHandedOutSeq = m.seq;
+    this.lastHandedOutEventNumber = m.eventNumber;
     this.unhandled.set(m.seq, m);
   }
 
@@ -253,7 +254,7 @@ export class PersistentGroup {
     for (const id of ids) {
       const m = this.outstanding.get(id);
       if (!m) continue;
-      this.release(m);
+      this.outstanding.delete(m.id);
       this.handled(m);
     }
     this.tryCheckpoint(false);
@@ -263,17 +264,12 @@ export class PersistentGroup {
     for (const id of ids) {
       const m = this.outstanding.get(id);
       if (!m) continue;
-      this.release(m);
+      this.outstanding.delete(m.id);
       if (action === 'Park') this.parked.park(m, `Client explicitly NAK'ed message.\n${reason}`);
       else if (action === 'Skip' || action === 'Stop') this.handled(m);
       else this.retryOrPark(m);
     }
     this.tryCheckpoint(false);
-  }
-
-  /** Ends a lease. */
-  private release(m: Message): void {
-    this.outstanding.delete(m.id);
   }
 
   private handled(m: Message): void {
@@ -315,7 +311,7 @@ export class PersistentGroup {
     // Every lease has the same timeout, so the outstanding map (insertion order) is in deadline order.
     for (const m of this.outstanding.values()) {
       if (m.expiresAt > now) break;
-      this.release(m);
+      this.outstanding.delete(m.id);
       this.retryOrPark(m);
     }
     this.tryCheckpoint(true, now);
@@ -334,8 +330,8 @@ export class PersistentGroup {
       if (lowest.previousEventNumber < 0) return undefined;
       return { seq: lowest.seq - 1, eventNumber: lowest.previousEventNumber };
     }
-    if (this.lastPushedSeq < 0) return undefined;
-    return { seq: this.lastPushedSeq, eventNumber: this.lastPushedEventNumber };
+    if (this.lastHandedOutSeq < 0) return undefined;
+    return { seq: this.lastHandedOutSeq, eventNumber: this.lastHandedOutEventNumber };
   }
 
   private tryCheckpoint(byTimer: boolean, now = Date.now()): void {
@@ -408,7 +404,7 @@ export class PersistentGroup {
       averagePerSecond: this.averagePerSecond,
       lastCheckpointed: this.lastCheckpointed,
       lastKnown: this.lastKnown,
-      lastProcessed: this.lastPushedEventNumber,
+      lastProcessed: this.lastHandedOutEventNumber,
       readBufferCount: this.read.length - this.readHead,
       liveBufferCount: live,
       retryBufferCount: this.retry.length + this.replayed.length,
