@@ -4,10 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
 import { ExpectedVersion, newUuid, Store, type EventRecord, type ProposedEvent } from '../src/store/index.js';
-import type { Consumer } from '../src/subscriptions/consumers.js';
-import {
-  checkpointStreamOf, parkedStreamOf, PersistentGroup, type Message,
-} from '../src/subscriptions/group.js';
+import { checkpointStreamOf, parkedStreamOf, PersistentGroup } from '../src/subscriptions/group.js';
+import type { Message } from '../src/subscriptions/message.js';
 import { DEFAULT_SETTINGS, type GroupSettings } from '../src/subscriptions/settings.js';
 
 // Unit tests of the persistent-subscription group state machine (reference §1.4–1.7): time is
@@ -95,27 +93,6 @@ function parkedLinks(store: Store, stream: string): EventRecord[] {
 }
 
 const numbers = (ms: Message[]) => ms.map((m) => m.eventNumber);
-
-/** A fake push consumer recording what it gets (retry counts as they were at delivery). */
-class FakeConsumer implements Consumer {
-  readonly from = 'test';
-  readonly username = 'u';
-  readonly connectionName = 'c';
-  readonly received: Message[] = [];
-  readonly retryCounts: number[] = [];
-  readonly drops: string[] = [];
-  constructor(readonly id: string, readonly maxInFlight = 10) {}
-  deliver(m: Message): void {
-    this.received.push(m);
-    this.retryCounts.push(m.retryCount);
-  }
-  dropped(reason: string): void {
-    this.drops.push(reason);
-  }
-  get numbers(): number[] {
-    return numbers(this.received);
-  }
-}
 
 /** Appends to the group's stream and tells the group, as the service's commit-bus listener does. */
 async function appendAndNotify(store: Store, group: PersistentGroup, events: ProposedEvent[]): Promise<void> {
@@ -429,177 +406,6 @@ describe('PersistentGroup: parked messages', () => {
     group.replayParked(1);
     expect(group.statistics.parkedMessageCount).toBe(1);
     expect(numbers(group.take(10, 0))).toEqual([0, 2, 3]);
-  });
-});
-
-describe('PersistentGroup: push consumers and strategies', () => {
-  it('RoundRobin alternates between consumers with capacity', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's', { namedConsumerStrategy: 'RoundRobin' });
-    const c1 = new FakeConsumer('c1');
-    const c2 = new FakeConsumer('c2');
-    expect(group.connect(c1)).toBe(true);
-    expect(group.connect(c2)).toBe(true);
-    await appendAndNotify(store, group, Array.from({ length: 6 }, (_, i) => jsonEvent({ i })));
-    await eventually(() => c1.received.length + c2.received.length === 6, 'six deliveries');
-    expect(c1.numbers).toEqual([0, 2, 4]);
-    expect(c2.numbers).toEqual([1, 3, 5]);
-    expect(group.statistics.outstandingMessagesCount).toBe(6);
-  });
-
-  it('DispatchToSingle fills the first consumer up to maxInFlight before the next gets any', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's', { namedConsumerStrategy: 'DispatchToSingle' });
-    const c1 = new FakeConsumer('c1', 2);
-    const c2 = new FakeConsumer('c2', 10);
-    group.connect(c1);
-    group.connect(c2);
-    await appendAndNotify(store, group, Array.from({ length: 5 }, (_, i) => jsonEvent({ i })));
-    await eventually(() => c1.received.length + c2.received.length === 5, 'five deliveries');
-    expect(c1.numbers).toEqual([0, 1]);
-    expect(c2.numbers).toEqual([2, 3, 4]);
-  });
-
-  it('a consumer without capacity gets nothing more until it acks', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's');
-    const c1 = new FakeConsumer('c1', 2);
-    group.connect(c1);
-    await appendAndNotify(store, group, Array.from({ length: 5 }, (_, i) => jsonEvent({ i })));
-    await eventually(() => c1.received.length === 2, 'two deliveries');
-    group.tick(Date.now());
-    await sleep(20);
-    expect(c1.numbers).toEqual([0, 1]);
-    expect(group.statistics.readBufferCount).toBe(3);
-
-    group.ack([c1.received[0].id]);
-    expect(c1.numbers).toEqual([0, 1, 2]);
-    group.ack([c1.received[1].id, c1.received[2].id]);
-    expect(c1.numbers).toEqual([0, 1, 2, 3, 4]);
-  });
-
-  it('Pinned sends all events of one source stream to the same consumer', async () => {
-    const store = await openStore();
-    await appendN(store, 'sourceA', 3);
-    await appendN(store, 'sourceB', 3);
-    const group = await newGroup(store, 'links', { namedConsumerStrategy: 'Pinned', resolveLinkTos: true });
-    const c1 = new FakeConsumer('c1');
-    const c2 = new FakeConsumer('c2');
-    group.connect(c1);
-    group.connect(c2);
-    const targets = ['0@sourceA', '0@sourceB', '1@sourceA', '1@sourceB', '2@sourceB', '2@sourceA'];
-    await appendAndNotify(store, group, targets.map(linkEvent));
-    await eventually(() => c1.received.length + c2.received.length === 6, 'six deliveries');
-
-    const sourcesOf = (c: FakeConsumer) => new Set(c.received.map((m) => m.event.event!.streamId));
-    const s1 = sourcesOf(c1);
-    const s2 = sourcesOf(c2);
-    expect(s1.size).toBe(1);
-    expect(s2.size).toBe(1);
-    expect([...s1, ...s2].sort()).toEqual(['sourceA', 'sourceB']);
-    for (const c of [c1, c2]) expect(c.received).toHaveLength(3);
-    // A resolved link's message id is the link's event id, its number the link's number.
-    for (const m of [...c1.received, ...c2.received]) {
-      expect(m.id).toBe(m.event.link!.eventId.toString('hex'));
-      expect(m.eventNumber).toBe(m.event.link!.eventNumber);
-    }
-  });
-
-  it('Pinned skips (does not reroute) messages whose owner is full', async () => {
-    const store = await openStore();
-    await appendN(store, 'sourceA', 3);
-    await appendN(store, 'sourceB', 3);
-    const group = await newGroup(store, 'links', { namedConsumerStrategy: 'Pinned', resolveLinkTos: true });
-    const c1 = new FakeConsumer('c1', 2);
-    const c2 = new FakeConsumer('c2', 10);
-    group.connect(c1);
-    group.connect(c2);
-    // The first source stream seen goes to c1 (both own no bucket), the second to c2 (owns fewest).
-    const targets = ['0@sourceA', '1@sourceA', '2@sourceA', '0@sourceB', '1@sourceB', '2@sourceB'];
-    await appendAndNotify(store, group, targets.map(linkEvent));
-    await eventually(() => c2.received.length === 3, 'sourceB to c2');
-    await sleep(20);
-    expect(c1.received.map((m) => `${m.event.event!.eventNumber}@${m.event.event!.streamId}`)).toEqual(['0@sourceA', '1@sourceA']);
-    expect(c2.received.map((m) => m.event.event!.streamId)).toEqual(['sourceB', 'sourceB', 'sourceB']);
-
-    group.ack([c1.received[0].id]);
-    expect(c1.received.map((m) => `${m.event.event!.eventNumber}@${m.event.event!.streamId}`))
-      .toEqual(['0@sourceA', '1@sourceA', '2@sourceA']);
-    expect(c2.received).toHaveLength(3);
-  });
-
-  it('PinnedByCorrelation groups by the metadata $correlationId', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's', { namedConsumerStrategy: 'PinnedByCorrelation' });
-    const c1 = new FakeConsumer('c1');
-    const c2 = new FakeConsumer('c2');
-    group.connect(c1);
-    group.connect(c2);
-    const correlations = ['corr-x', 'corr-y', 'corr-y', 'corr-x', 'corr-x', 'corr-y'];
-    await appendAndNotify(store, group, correlations.map((c, i) => jsonEvent({ i }, { $correlationId: c })));
-    await eventually(() => c1.received.length + c2.received.length === 6, 'six deliveries');
-
-    const correlationsOf = (c: FakeConsumer) =>
-      new Set(c.received.map((m) => (JSON.parse(m.event.event!.metadata.toString('utf8')) as { $correlationId: string }).$correlationId));
-    expect([...correlationsOf(c1)]).toEqual(['corr-x']);
-    expect([...correlationsOf(c2)]).toEqual(['corr-y']);
-    expect(c1.numbers).toEqual([0, 3, 4]);
-    expect(c2.numbers).toEqual([1, 2, 5]);
-  });
-
-  it('connect returns false once maxSubscriberCount is reached', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's', { maxSubscriberCount: 1 });
-    expect(group.connect(new FakeConsumer('c1'))).toBe(true);
-    expect(group.connect(new FakeConsumer('c2'))).toBe(false);
-    group.disconnect('c1');
-    expect(group.connect(new FakeConsumer('c3'))).toBe(true);
-  });
-
-  it('disconnect retries the consumer\'s in-flight messages, which go to the other consumer', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's', { namedConsumerStrategy: 'RoundRobin' });
-    const c1 = new FakeConsumer('c1');
-    const c2 = new FakeConsumer('c2');
-    group.connect(c1);
-    group.connect(c2);
-    await appendAndNotify(store, group, Array.from({ length: 4 }, (_, i) => jsonEvent({ i })));
-    await eventually(() => c1.received.length + c2.received.length === 4, 'four deliveries');
-    expect(c1.numbers).toEqual([0, 2]);
-    expect(c2.numbers).toEqual([1, 3]);
-
-    group.disconnect('c1');
-    expect(c2.numbers).toEqual([1, 3, 0, 2]);
-    expect(c2.retryCounts).toEqual([0, 0, 1, 1]);
-    expect(c1.received).toHaveLength(2);
-    expect(group.statistics.outstandingMessagesCount).toBe(4);
-  });
-
-  it('a push consumer\'s timed-out message is freed and pushed again with retryCount 1', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's', { messageTimeoutMs: 1000 });
-    const c1 = new FakeConsumer('c1', 1);
-    group.connect(c1);
-    await appendAndNotify(store, group, [jsonEvent({ i: 0 }), jsonEvent({ i: 1 })]);
-    await eventually(() => c1.received.length === 1, 'one delivery');
-    expect(c1.numbers).toEqual([0]);
-    group.tick(Date.now() + 1000);
-    expect(c1.numbers).toEqual([0, 0]);
-    expect(c1.retryCounts).toEqual([0, 1]);
-  });
-
-  it('stop() drops every consumer with reason Unsubscribed', async () => {
-    const store = await openStore();
-    const group = await newGroup(store, 's');
-    const c1 = new FakeConsumer('c1');
-    const c2 = new FakeConsumer('c2');
-    group.connect(c1);
-    group.connect(c2);
-    await stopGroup(group);
-    expect(c1.drops).toEqual(['Unsubscribed']);
-    expect(c2.drops).toEqual(['Unsubscribed']);
-    expect(group.isStopped).toBe(true);
-    expect(group.connect(new FakeConsumer('c3'))).toBe(false);
   });
 });
 

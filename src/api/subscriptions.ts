@@ -77,8 +77,8 @@ function summary(base: string, g: PersistentGroup): Record<string, unknown> {
     lastCheckpointedEventPosition: s.lastCheckpointed >= 0 ? String(s.lastCheckpointed) : null,
     lastKnownEventNumber: s.lastKnown,
     lastKnownEventPosition: s.lastKnown >= 0 ? String(s.lastKnown) : null,
-    connectionCount: 0,
-    totalInFlightMessages: 0,
+    connectionCount: s.connectionCount,
+    totalInFlightMessages: s.totalInFlightMessages,
   };
 }
 

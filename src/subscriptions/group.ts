@@ -1,16 +1,20 @@
 import type { Logger } from 'pino';
-import { newUuid, type ResolvedEvent, type Store } from '../store/index.js';
+import { newUuid, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
+import { MAX_LEASED_MESSAGES } from './limits.js';
+import { messageIdOf, type Message } from './message.js';
 import { ParkedMessages } from './parked.js';
 import { appendKeepingLatest } from './streams.js';
-import { ConsumerSlot, createStrategy, type Consumer, type ConsumerStrategy } from './consumers.js';
 
 // One persistent subscription group: the competing-consumer state machine of the established
-// servers. Messages flow  stream → read buffer (or retry list) → outstanding (handed out, with a
-// deadline) → handled (ack, skip) or retried or parked. Buffers, deadlines and retry counts live
-// in memory; the checkpoint (the last event such that it and everything before it is handled)
-// and the parked messages live in the log, so a restart redelivers at most what was handed out
-// after the last checkpoint and never skips an event.
+// servers. Messages flow  stream → read buffer (or retry list, or replayed from the parked
+// stream) → outstanding (handed out, with a deadline) → handled (ack, skip) or retried or parked.
+// Buffers, deadlines and retry counts live in memory, within the bounds of limits.ts; the
+// checkpoint (the last event such that it and everything before it is handled) and the parked
+// messages live in the log, so a restart redelivers at most what was handed out after the last
+// checkpoint and never skips an event. Consumers pull over HTTP: a pull takes straight from the
+// buffers, bypassing consumer strategies, as the reference describes; the node has no push
+// transport (TCP/gRPC), so it keeps no push consumers.
 
 export type NackAction = 'Park' | 'Retry' | 'Skip' | 'Stop' | 'Unknown';
 
@@ -18,26 +22,6 @@ export const CHECKPOINT_EVENT_TYPE = '$SubscriptionCheckpoint';
 const LEGACY_CHECKPOINT_EVENT_TYPE = 'SubscriptionCheckpoint';
 /** Page size cap of history reads, as the established servers cap it. */
 const MAX_READ_BATCH = 100;
-
-export interface Message {
-  readonly event: ResolvedEvent;
-  /** The ack/nack id: the id of the event as read (a resolved link's own id; a replayed message's parked link id). */
-  readonly id: string;
-  /** Its number in the group's stream (orders retries). */
-  readonly eventNumber: number;
-  retryCount: number;
-  /** Order of first hand-out; -1 until then, and always -1 for replayed parked messages (they never move checkpoints). */
-  seq: number;
-  /** Event number handed out just before this one (-1: none): the checkpoint while this one is unhandled. */
-  previousEventNumber: number;
-  /** A replayed parked message: its number in the parked stream; else -1. */
-  readonly parkedNumber: number;
-  expiresAt: number;
-  /** Read while the group was live (for liveBufferCount). */
-  live: boolean;
-  /** The push consumer holding it; undefined for HTTP pulls. */
-  owner?: ConsumerSlot;
-}
 
 export function checkpointStreamOf(stream: string, group: string): string {
   return `$persistentsubscription-${stream}::${group}-checkpoint`;
@@ -47,16 +31,13 @@ export function parkedStreamOf(stream: string, group: string): string {
   return `$persistentsubscription-${stream}::${group}-parked`;
 }
 
-export function messageIdOf(event: ResolvedEvent): string {
-  return (event.link ?? event.event)!.eventId.toString('hex');
-}
-
 export class PersistentGroup {
   readonly checkpointStream: string;
   readonly parked: ParkedMessages;
+  /** Messages to hand out again (nacked, timed out), in event order; they go before everything else. */
   private retry: Message[] = [];
-  private readonly consumers = new Map<string, ConsumerSlot>();
-  private readonly strategy: ConsumerStrategy;
+  /** Replayed parked messages read from the parked stream, in parked order; they go before new events. */
+  private replayed: Message[] = [];
   private read: Message[] = [];
   private readHead = 0;
   private readonly outstanding = new Map<string, Message>();
@@ -65,8 +46,8 @@ export class PersistentGroup {
   private nextEventNumber = 0;
   private lastKnown = -1;
   private nextSeq = 0;
-  private lastPushedSeq = -1;
-  private lastPushedEventNumber = -1;
+  private lastHandedOutSeq = -1;
+  private lastHandedOutEventNumber = -1;
   private lastCheckpointedSeq = -1;
   private lastCheckpointed = -1;
   private lastCheckpointAt = Date.now();
@@ -83,11 +64,9 @@ export class PersistentGroup {
   constructor(readonly stream: string, readonly name: string, readonly settings: GroupSettings,
     private readonly store: Store, private readonly log: Logger) {
     this.checkpointStream = checkpointStreamOf(stream, name);
-    this.strategy = createStrategy(settings.namedConsumerStrategy);
     this.parked = new ParkedMessages(store, parkedStreamOf(stream, name), log, settings.readBatchSize, {
       onParked: (m) => this.handled(m),
       onParkFailed: (m) => this.insertRetry(m),
-      onReplayed: (messages) => { for (const m of messages) this.insertRetry(m); },
     });
   }
 
@@ -112,8 +91,8 @@ export class PersistentGroup {
     this.nextEventNumber = checkpoint + 1;
     this.lastCheckpointed = checkpoint;
     this.lastCheckpointedSeq = 0;
-    this.lastPushedSeq = 0;
-    this.lastPushedEventNumber = checkpoint;
+    this.lastHandedOutSeq = 0;
+    this.lastHandedOutEventNumber = checkpoint;
     this.nextSeq = 1;
   }
 
@@ -140,8 +119,6 @@ export class PersistentGroup {
       }
     }
     this.stopped = true;
-    for (const slot of this.consumers.values()) slot.consumer.dropped?.('Unsubscribed');
-    this.consumers.clear();
     await this.parked.idle();
   }
 
@@ -159,19 +136,23 @@ export class PersistentGroup {
     this.fillScheduled = true;
     setImmediate(() => {
       this.fillScheduled = false;
-      if (!this.stopped) {
-        this.fill();
-        this.push();
-      }
+      if (!this.stopped) this.fill();
     });
   }
 
   private get bufferedCount(): number {
-    return this.retry.length + this.read.length - this.readHead;
+    return this.retry.length + this.replayed.length + this.read.length - this.readHead;
   }
 
-  /** Pages history into the read buffer while there is room for a page (reads are synchronous). */
+  /** Reads the next page of a parked replay in progress while the retry and replay lists have room. */
+  private loadReplayed(): void {
+    const room = this.settings.bufferSize - this.retry.length - this.replayed.length;
+    for (const m of this.parked.nextReplayed(room)) this.replayed.push(m);
+  }
+
+  /** Pages replayed parked messages, then history, into the buffers while there is room (reads are synchronous). */
   fill(): void {
+    this.loadReplayed();
     const batch = Math.min(this.settings.readBatchSize, MAX_READ_BATCH);
     const wasLive = this.isLive || this.caughtUpBeforeAppend;
     this.caughtUpBeforeAppend = false;
@@ -211,12 +192,16 @@ export class PersistentGroup {
 
   // ---- handing out and settling ------------------------------------------------------------
 
-  /** Leases up to `count` messages: retries first, then new events, in event order. */
+  /**
+   * Leases up to `count` messages: retries first, then replayed parked messages, then new events,
+   * in event order; fewer when the group has MAX_LEASED_MESSAGES out.
+   */
   take(count: number, now = Date.now()): Message[] {
     this.fill();
     const out: Message[] = [];
-    while (out.length < count) {
-      const m = this.retry.shift() ?? this.nextRead();
+    const wanted = Math.min(count, MAX_LEASED_MESSAGES - this.outstanding.size);
+    while (out.length < wanted) {
+      const m = this.retry.shift() ?? this.nextReplayed() ?? this.nextRead();
       if (!m) break;
       if (this.outstanding.has(m.id)) {
         // Two events with one id: the established servers deliver the second untracked; it counts as handled.
@@ -241,72 +226,9 @@ export class PersistentGroup {
     this.outstanding.set(m.id, m);
   }
 
-  // ---- push consumers ----------------------------------------------------------------------
-
-  /** Connects a push consumer; false when the group has its maximum of subscribers. */
-  connect(consumer: Consumer): boolean {
-    const max = this.settings.maxSubscriberCount;
-    if (this.stopped || (max > 0 && this.consumers.size >= max)) return false;
-    const slot = new ConsumerSlot(consumer);
-    this.consumers.set(consumer.id, slot);
-    this.strategy.add(slot);
-    this.push();
-    return true;
-  }
-
-  /** A consumer went away: its unsettled messages are retried (or parked when out of retries), in event order. */
-  disconnect(consumerId: string): void {
-    const slot = this.consumers.get(consumerId);
-    if (!slot) return;
-    this.consumers.delete(consumerId);
-    this.strategy.remove(slot);
-    const held = [...slot.inFlight].map((id) => this.outstanding.get(id)!).filter(Boolean)
-      .sort((a, b) => a.eventNumber - b.eventNumber);
-    for (const m of held) {
-      this.release(m);
-      this.retryOrPark(m);
-    }
-    this.push();
-  }
-
-  /** Offers buffered messages (retries first) to the consumers through the group's strategy. */
-  private push(now = Date.now()): void {
-    if (this.consumers.size === 0 || this.stopped) return;
-    this.fill();
-    const offer = (messages: Message[], from: number): { kept: Message[]; stoppedAt: number } => {
-      const kept: Message[] = [];
-      for (let i = from; i < messages.length; i++) {
-        const m = messages[i];
-        const picked = this.outstanding.has(m.id) ? 'Skipped' : this.strategy.pick(m);
-        if (picked === 'NoMoreCapacity') return { kept, stoppedAt: i };
-        if (picked === 'Skipped') {
-          kept.push(m);
-          continue;
-        }
-        this.lease(m, now);
-        m.owner = picked;
-        picked.inFlight.add(m.id);
-        picked.totalItems++;
-        picked.countSinceMeasurement++;
-        this.totalItems++;
-        this.countSinceMeasurement++;
-        picked.consumer.deliver(m);
-      }
-      return { kept, stoppedAt: messages.length };
-    };
-    for (;;) {
-      const sentBefore = this.totalItems;
-      const retries = offer(this.retry, 0);
-      const retriesBlocked = retries.stoppedAt < this.retry.length;
-      this.retry = [...retries.kept, ...this.retry.slice(retries.stoppedAt)];
-      if (retriesBlocked) return;
-      const reads = offer(this.read, this.readHead);
-      const readsBlocked = reads.stoppedAt < this.read.length;
-      this.read = [...reads.kept, ...this.read.slice(reads.stoppedAt)];
-      this.readHead = 0;
-      if (readsBlocked || this.totalItems === sentBefore) return;
-      this.fill(); // the buffer drained into the consumers: read on
-    }
+  private nextReplayed(): Message | undefined {
+    if (this.replayed.length === 0) this.loadReplayed();
+    return this.replayed.shift();
   }
 
   private nextRead(): Message | undefined {
@@ -322,9 +244,9 @@ export class PersistentGroup {
   private assignSeq(m: Message): void {
     if (m.seq >= 0 || m.parkedNumber >= 0) return;
     m.seq = this.nextSeq++;
-    m.previousEventNumber = this.lastPushedEventNumber;
-    this.lastPushedSeq = m.seq;
-    this.lastPushedEventNumber = m.eventNumber;
+    m.previousEventNumber = this.lastHandedOutEventNumber;
+    this.lastHandedOutSeq = m.seq;
+    this.lastHandedOutEventNumber = m.eventNumber;
     this.unhandled.set(m.seq, m);
   }
 
@@ -332,33 +254,22 @@ export class PersistentGroup {
     for (const id of ids) {
       const m = this.outstanding.get(id);
       if (!m) continue;
-      this.release(m);
+      this.outstanding.delete(m.id);
       this.handled(m);
     }
     this.tryCheckpoint(false);
-    this.push();
   }
 
   nack(ids: readonly string[], action: NackAction, reason: string): void {
     for (const id of ids) {
       const m = this.outstanding.get(id);
       if (!m) continue;
-      this.release(m);
+      this.outstanding.delete(m.id);
       if (action === 'Park') this.parked.park(m, `Client explicitly NAK'ed message.\n${reason}`);
       else if (action === 'Skip' || action === 'Stop') this.handled(m);
       else this.retryOrPark(m);
     }
     this.tryCheckpoint(false);
-    this.push();
-  }
-
-  /** Ends a lease: out of the outstanding set and its consumer's in-flight set. */
-  private release(m: Message): void {
-    this.outstanding.delete(m.id);
-    if (m.owner) {
-      m.owner.inFlight.delete(m.id);
-      m.owner = undefined;
-    }
   }
 
   private handled(m: Message): void {
@@ -376,36 +287,37 @@ export class PersistentGroup {
     this.insertRetry(m);
   }
 
-  /** Retries go out before new events, in event order; replayed parked messages queue behind them. */
+  /** Retries go out before new events, in event order; a replayed parked message queues behind the replayed ones. */
   private insertRetry(m: Message): void {
     if (this.stopped) return;
-    let i = this.retry.length;
-    if (m.parkedNumber < 0) {
-      i = this.retry.findIndex((r) => r.parkedNumber >= 0 || r.eventNumber > m.eventNumber);
-      if (i < 0) i = this.retry.length;
+    if (m.parkedNumber >= 0) {
+      this.replayed.push(m);
+      return;
     }
-    this.retry.splice(i, 0, m);
+    // Binary search: the first retry with a higher event number (timeouts arrive mostly in order).
+    let lo = 0;
+    let hi = this.retry.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.retry[mid].eventNumber > m.eventNumber) hi = mid;
+      else lo = mid + 1;
+    }
+    this.retry.splice(lo, 0, m);
   }
 
   /** The periodic tick: expire leases, checkpoint by time, measure rates. */
   tick(now = Date.now()): void {
     if (this.stopped) return;
     // Every lease has the same timeout, so the outstanding map (insertion order) is in deadline order.
-    for (const [id, m] of this.outstanding) {
+    for (const m of this.outstanding.values()) {
       if (m.expiresAt > now) break;
-      this.release(m);
+      this.outstanding.delete(m.id);
       this.retryOrPark(m);
     }
     this.tryCheckpoint(true, now);
-    this.push();
     if (now - this.lastMeasurementAt >= 1000) {
-      const perSecond = (n: number) => Math.round((n * 1000) / (now - this.lastMeasurementAt));
-      this.averagePerSecond = perSecond(this.countSinceMeasurement);
+      this.averagePerSecond = Math.round((this.countSinceMeasurement * 1000) / (now - this.lastMeasurementAt));
       this.countSinceMeasurement = 0;
-      for (const slot of this.consumers.values()) {
-        slot.averagePerSecond = perSecond(slot.countSinceMeasurement);
-        slot.countSinceMeasurement = 0;
-      }
       this.lastMeasurementAt = now;
     }
   }
@@ -418,8 +330,8 @@ export class PersistentGroup {
       if (lowest.previousEventNumber < 0) return undefined;
       return { seq: lowest.seq - 1, eventNumber: lowest.previousEventNumber };
     }
-    if (this.lastPushedSeq < 0) return undefined;
-    return { seq: this.lastPushedSeq, eventNumber: this.lastPushedEventNumber };
+    if (this.lastHandedOutSeq < 0) return undefined;
+    return { seq: this.lastHandedOutSeq, eventNumber: this.lastHandedOutEventNumber };
   }
 
   private tryCheckpoint(byTimer: boolean, now = Date.now()): void {
@@ -468,6 +380,7 @@ export class PersistentGroup {
   replayParked(stopAt: number | undefined): void {
     if (this.stopped) return;
     this.parked.replay(stopAt);
+    this.fill();
   }
 
   // ---- what /info shows --------------------------------------------------------------------
@@ -491,13 +404,30 @@ export class PersistentGroup {
       averagePerSecond: this.averagePerSecond,
       lastCheckpointed: this.lastCheckpointed,
       lastKnown: this.lastKnown,
-      lastProcessed: this.lastPushedEventNumber,
+      lastProcessed: this.lastHandedOutEventNumber,
       readBufferCount: this.read.length - this.readHead,
       liveBufferCount: live,
-      retryBufferCount: this.retry.length,
+      retryBufferCount: this.retry.length + this.replayed.length,
       outstandingMessagesCount: this.outstanding.size,
       parkedMessageCount: this.parked.count(),
       oldestParkedMessage: this.parked.oldestAgeSeconds(),
+      // Push connections and the messages in flight to them, as the reference defines both (§1.9):
+      // an HTTP pull is neither (its messages count in outstandingMessagesCount), and the node has
+      // no push transport, so there are none. Not a placeholder: the true count.
+      connectionCount: 0,
+      totalInFlightMessages: 0,
+    };
+  }
+
+  /** How many messages each in-memory structure holds (the bounds are in limits.ts). */
+  get heldMessages() {
+    return {
+      readBuffer: this.read.length - this.readHead,
+      retry: this.retry.length,
+      replayed: this.replayed.length,
+      leased: this.outstanding.size,
+      unhandled: this.unhandled.size,
+      replayPending: this.parked.pendingReplayCount,
     };
   }
 }

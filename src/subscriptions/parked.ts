@@ -1,13 +1,15 @@
 import type { Logger } from 'pino';
 import { nowMicros } from '../store/clock.js';
 import { ExpectedVersion, LINK_EVENT_TYPE, metastreamOf, newUuid, SOFT_DELETED_TB, type Store } from '../store/index.js';
-import type { Message } from './group.js';
+import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.
 // Replay puts them back in front of new events. The established servers hide the replayed
 // range ($tb) at once, which loses them if the node stops before they are handled; here the
 // range is hidden only as its messages get handled, and a replay in progress is remembered in
-// memory so the same range is not replayed twice.
+// memory so the same range is not replayed twice. The parked stream is the only full copy: a
+// replay reads it a page at a time as the group has room (`nextReplayed`), so replaying a
+// million parked messages holds no more of them in memory than the group's buffer.
 
 const PARK_ATTEMPTS = 5;
 
@@ -16,16 +18,17 @@ export interface ParkedCallbacks {
   onParked(m: Message): void;
   /** The park could not be written: the message goes back to the retry list rather than being lost. */
   onParkFailed(m: Message): void;
-  onReplayed(messages: Message[]): void;
 }
 
 export class ParkedMessages {
-  replaying = false;
   private writesInFlight = 0;
   private idleWaiters: (() => void)[] = [];
-  /** Replayed messages not yet handled, by parked event number (insertion order is number order). */
-  private readonly pendingReplayed = new Map<number, true>();
+  /** Replayed messages read and not yet handled, by parked event number (insertion order is number order). */
+  private readonly pendingReplayed = new Set<number>();
+  /** Parked numbers below this were read for replay (the replay's cursor). */
   private replayedUpTo = 0;
+  /** Where the replay in progress stops (exclusive); -1 when none is. */
+  private replayStop = -1;
   private truncatedTo = -1;
   private truncating = false;
   private truncateAgain = false;
@@ -95,7 +98,16 @@ export class ParkedMessages {
     return Math.max(0, Math.floor((nowMicros() - record.created) / 1_000_000));
   }
 
-  /** Replays the parked messages numbered below `stopAt` (all when undefined). */
+  get replaying(): boolean {
+    return this.replayStop >= 0;
+  }
+
+  /** Replayed messages read into memory and not handled yet. */
+  get pendingReplayCount(): number {
+    return this.pendingReplayed.size;
+  }
+
+  /** Starts replaying the parked messages numbered below `stopAt` (all when undefined); ignored while one is under way. */
   replay(stopAt: number | undefined): void {
     const start = this.visibleStart();
     if (this.replaying || start === undefined) return;
@@ -103,32 +115,38 @@ export class ParkedMessages {
     const stop = Math.min(stopAt ?? Number.MAX_SAFE_INTEGER, last + 1);
     if (start >= stop) return;
     if (this.truncatedTo < 0) this.truncatedTo = this.store.metadataOf(this.streamId).truncateBefore ?? 0;
-    this.replaying = true;
+    this.replayedUpTo = start;
+    this.replayStop = stop;
+  }
+
+  /** The next replayed messages, at most `room` of them, read from the parked stream in pages. */
+  nextReplayed(room: number): Message[] {
+    if (!this.replaying || room <= 0) return [];
     const messages: Message[] = [];
-    try {
-      for (let from = start; from < stop;) {
-        const count = Math.min(this.readBatchSize, stop - from);
-        const page = this.store.readStreamForward(this.streamId, from, count, true);
-        if (page.status !== 'ok') break;
-        for (const e of page.events) {
-          const link = e.link;
-          // Not a link, or its event is gone: nothing to deliver.
-          if (!link || !e.event || link.eventNumber >= stop) continue;
-          this.pendingReplayed.set(link.eventNumber, true);
-          messages.push({
-            event: { event: e.event }, id: link.eventId.toString('hex'),
-            eventNumber: subscriptionEventNumberOf(link.metadata) ?? e.event.eventNumber,
-            retryCount: 0, seq: -1, previousEventNumber: -1, parkedNumber: link.eventNumber, expiresAt: 0, live: false,
-          });
-        }
-        from += count;
+    while (this.replaying && messages.length < room) {
+      const from = this.replayedUpTo;
+      const count = Math.min(this.readBatchSize, room - messages.length, this.replayStop - from);
+      const page = this.store.readStreamForward(this.streamId, from, count, true);
+      if (page.status !== 'ok') {
+        this.replayStop = -1;
+        break;
       }
-      this.replayedUpTo = stop;
-    } finally {
-      this.replaying = false;
+      for (const e of page.events) {
+        const link = e.link;
+        // Not a link, or its event is gone: nothing to deliver.
+        if (!link || !e.event || link.eventNumber < from || link.eventNumber >= this.replayStop) continue;
+        this.pendingReplayed.add(link.eventNumber);
+        messages.push({
+          event: { event: e.event }, id: link.eventId.toString('hex'),
+          eventNumber: subscriptionEventNumberOf(link.metadata) ?? e.event.eventNumber,
+          retryCount: 0, seq: -1, previousEventNumber: -1, parkedNumber: link.eventNumber, expiresAt: 0, live: false,
+        });
+      }
+      this.replayedUpTo = from + count;
+      if (this.replayedUpTo >= this.replayStop) this.replayStop = -1;
     }
-    this.callbacks.onReplayed(messages);
     this.truncateHandled();
+    return messages;
   }
 
   /** A replayed message was handled (acked, skipped, or parked again). */

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
-import { PersistentGroup, type Message } from './group.js';
+import { PersistentGroup } from './group.js';
+import type { Message } from './message.js';
+import { MAX_GROUPS } from './limits.js';
 import { appendKeepingLatest } from './streams.js';
 import { fromEntry, toEntry, type GroupSettings, type PersistedEntry } from './settings.js';
 
@@ -114,6 +116,9 @@ export class SubscriptionService {
   create(stream: string, name: string, settings: GroupSettings, by: string): Promise<PersistentGroup> {
     return this.serialised(async () => {
       if (this.groups.has(keyOf(stream, name))) throw new SubscriptionError('AlreadyExists', `Group '${name}' already exists.`);
+      if (this.groups.size >= MAX_GROUPS) {
+        throw new SubscriptionError('BadRequest', `The node has ${this.groups.size} persistent subscription groups, the most it keeps; delete one first.`);
+      }
       await this.saveEntries([...this.entries(), toEntry(stream, name, settings)], by);
       return this.addGroup(stream, name, settings, true);
     });

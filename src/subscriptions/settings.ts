@@ -2,6 +2,8 @@
 // its validation, and the entry persisted in $persistentSubscriptionConfig. Defaults and messages
 // are those of the established servers' HTTP API, so existing clients and scripts behave the same.
 
+import { MAX_BUFFER_SIZE } from './limits.js';
+
 export const STRATEGIES = ['RoundRobin', 'DispatchToSingle', 'Pinned', 'PinnedByCorrelation'] as const;
 export type ConsumerStrategyName = (typeof STRATEGIES)[number];
 
@@ -99,6 +101,10 @@ export function settingsFromBody(body: unknown): GroupSettings {
   }
   const result = settings as unknown as GroupSettings;
   validateSettings(result);
+  // Checked on what clients send, not in validateSettings: a definition stored before the bound keeps loading.
+  if (result.bufferSize > MAX_BUFFER_SIZE) {
+    throw new SettingsError(`Buffer Size (${result.bufferSize}) must not exceed ${MAX_BUFFER_SIZE}, the most a group buffers on this node`);
+  }
   return result;
 }
 
