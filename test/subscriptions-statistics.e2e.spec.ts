@@ -3,9 +3,9 @@ import { append, eventually, http, newEvent, sleep, startTestNode, type TestNode
 
 // Every figure of the persistent-subscription info and listings (GET /subscriptions,
 // /subscriptions/{s}, /subscriptions/{s}/{g}/info) comes from a real counter: driven over HTTP, each
-// one moves off the value it has on an idle group. connectionCount and totalInFlightMessages count
-// push connections (subscriptions-and-maintenance.md §1.9, §6 item 7): HTTP pulls are neither, so
-// they stay 0 while pulled messages show in outstandingMessagesCount. Bounds on what a client may
+// one moves off the value it has on an idle group. connectionCount counts push connections
+// (subscriptions-and-maintenance.md §1.9): the node has none, so it stays 0; totalInFlightMessages
+// counts the messages out with consumers, pulled ones too (issue 21). Bounds on what a client may
 // ask for answer 400 (src/subscriptions/limits.ts).
 
 const COMPETING = 'application/vnd.eventstore.competingatom+json';
@@ -90,8 +90,8 @@ describe('statistics over HTTP', () => {
     expect(first.numbers).toEqual([0, 1, 2, 3, 4]);
     const pulled = await observe();
     expect(pulled).toMatchObject({
-      outstandingMessagesCount: 5, totalInFlightMessages: 0, 'stream.totalInFlightMessages': 0,
-      'all.totalInFlightMessages': 0, 'stream.connectionCount': 0, 'all.connectionCount': 0, connections: 0,
+      outstandingMessagesCount: 5, totalInFlightMessages: 5, 'stream.totalInFlightMessages': 5,
+      'all.totalInFlightMessages': 5, 'stream.connectionCount': 0, 'all.connectionCount': 0, connections: 0,
     });
     // The per-second figures: the count since the last 1 s measurement, then the rate it gives.
     for (let i = 0; i < 5 && !moved.has('countSinceLastMeasurement'); i++) {
@@ -109,7 +109,7 @@ describe('statistics over HTTP', () => {
     await eventually(async () => expect((await observe()).parkedMessageCount).toBe(1));
     await eventually(async () => expect((await observe()).oldestParkedMessage).toBeGreaterThanOrEqual(1), 4000);
 
-    const everyFigure = Object.keys(idle).filter((k) => !/(^|\.)(connectionCount|totalInFlightMessages)$/.test(k) && k !== 'connections');
+    const everyFigure = Object.keys(idle).filter((k) => !/(^|\.)connectionCount$/.test(k) && k !== 'connections');
     expect(everyFigure.filter((k) => !moved.has(k))).toEqual([]);
     expect(everyFigure).toEqual(expect.arrayContaining([
       'status', 'averageItemsPerSecond', 'totalItemsProcessed', 'countSinceLastMeasurement', 'lastProcessedEventNumber',
@@ -118,7 +118,7 @@ describe('statistics over HTTP', () => {
       'stream.status', 'stream.totalItemsProcessed', 'all.lastCheckpointedEventPosition',
     ]));
     const last = await observe();
-    expect([last.totalInFlightMessages, last['stream.connectionCount'], last['all.connectionCount'], last.connections]).toEqual([0, 0, 0, 0]);
+    expect([last['stream.connectionCount'], last['all.connectionCount'], last.connections]).toEqual([0, 0, 0]);
   });
 
   it('status shows ReplayingParkedMessages while a replay larger than the buffer is under way', async () => {

@@ -411,11 +411,11 @@ export class PersistentGroup {
       outstandingMessagesCount: this.outstanding.size,
       parkedMessageCount: this.parked.count(),
       oldestParkedMessage: this.parked.oldestAgeSeconds(),
-      // Push connections and the messages in flight to them, as the reference defines both (§1.9):
-      // an HTTP pull is neither (its messages count in outstandingMessagesCount), and the node has
-      // no push transport, so there are none. Not a placeholder: the true count.
+      // The reference counts only push connections and what is in flight to them (§1.9); the node
+      // has no push transport, so there are no connections. Messages handed out to HTTP pulls and
+      // not yet settled are in flight to their consumers all the same (issue 21 over the reference).
       connectionCount: 0,
-      totalInFlightMessages: 0,
+      totalInFlightMessages: this.outstanding.size,
     };
   }
 
