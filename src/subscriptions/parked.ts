@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { nowMicros } from '../store/clock.js';
-import { ExpectedVersion, LINK_EVENT_TYPE, metastreamOf, newUuid, SOFT_DELETED_TB, type Store } from '../store/index.js';
+import { ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, SOFT_DELETED_TB, type Store } from '../store/index.js';
 import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.
@@ -169,7 +169,7 @@ export class ParkedMessages {
     this.truncating = true;
     const raw = { ...this.store.metadataOf(this.streamId).raw, $tb: target };
     const event = {
-      eventId: newUuid(), eventType: '$metadata', isJson: true, idempotent: false,
+      eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true, idempotent: false,
       data: Buffer.from(JSON.stringify(raw), 'utf8'), metadata: Buffer.alloc(0),
     };
     this.store.append(metastreamOf(this.streamId), ExpectedVersion.any, [event])

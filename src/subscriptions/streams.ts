@@ -1,4 +1,4 @@
-import { ExpectedVersion, metastreamOf, newUuid, type ProposedEvent, type Store } from '../store/index.js';
+import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, type ProposedEvent, type Store } from '../store/index.js';
 
 /**
  * Appends to a stream of which only the latest events are ever read (a group's checkpoints, the
@@ -10,7 +10,7 @@ export async function appendKeepingLatest(store: Store, streamId: string, event:
     return;
   }
   const meta: ProposedEvent = {
-    eventId: newUuid(), eventType: '$metadata', isJson: true, idempotent: false,
+    eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true, idempotent: false,
     data: Buffer.from(JSON.stringify({ $maxCount: keep })), metadata: Buffer.alloc(0),
   };
   await store.transact([
