@@ -8,7 +8,7 @@ import { decodeRecord, encodeRecord } from '../src/store/record.js';
 import { formatUuid, newUuid, type EventRecord } from '../src/store/index.js';
 import { Sandbox } from '../src/projections/sandbox.js';
 import { BatchEncoder, FULL_DELIVERY } from '../src/projections/wire.js';
-import type { Selected } from '../src/projections/engine.js';
+import type { Selected } from '../src/projections/source.js';
 
 let sandbox: Sandbox | undefined;
 afterEach(() => sandbox?.dispose());

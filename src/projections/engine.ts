@@ -3,18 +3,10 @@ import { BatchEncoder, FULL_DELIVERY, type Delivery } from './wire.js';
 import type { EventUse } from './event-use.js';
 import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
 import { definitionProblem, needsRawBody, type SourceDefinition } from './definition.js';
+import type { Selected } from './source.js';
 
 // What runs a projection's handlers over the events its source selected: the sandboxed
 // JavaScript engine for user queries, or a native engine for the trusted system projections.
-
-/** An event the source selected: the event (resolved), the link it was read through, its category. */
-export interface Selected {
-  event: EventRecord;
-  link: EventRecord | undefined;
-  category: string | null;
-  /** Set when this is a "partition deleted" notification rather than an event. */
-  deletedPartition: string | undefined;
-}
 
 export interface Engine {
   readonly definition: SourceDefinition;

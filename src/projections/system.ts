@@ -2,7 +2,8 @@ import {
   isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, shownName, streamNameProblem, type EventRecord,
 } from '../store/index.js';
 import type { SourceDefinition } from './definition.js';
-import type { Engine, Selected } from './engine.js';
+import type { Engine } from './engine.js';
+import type { Selected } from './source.js';
 import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
 
 // The standard system projections, run natively: they are trusted and sit on the hot path of

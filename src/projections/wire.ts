@@ -1,4 +1,4 @@
-import type { Selected } from './engine.js';
+import type { Selected } from './source.js';
 import { JsonBatchWriter } from './batch-writer.js';
 import { isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
 
