@@ -2,7 +2,6 @@ import ivm from 'isolated-vm';
 import { PRELUDE } from './prelude.js';
 import type { SourceDefinition } from './definition.js';
 import { analyseEventUse, type EventUse } from './event-use.js';
-import { encodeSandboxEvents, type SandboxEvent } from './wire.js';
 
 // One isolate per running projection: a memory limit for the whole isolate and a CPU time
 // limit per call. The host crosses the boundary once per batch (one JSON text in, one out);
@@ -96,9 +95,8 @@ export class Sandbox {
    * Handles one batch (the wire format of wire.ts). A timeout or the memory limit becomes a fault at the batch's first event.
    * With `collect` false the changed partitions are left for collect() (done at checkpoints).
    */
-  async process(events: SandboxEvent[] | string, collect = true): Promise<BatchOutcome> {
+  async process(batch: string, collect = true): Promise<BatchOutcome> {
     try {
-      const batch = typeof events === 'string' ? events : encodeSandboxEvents(events);
       const text = await this.entry.Process.apply(undefined, [batch, collect],
         { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
       return JSON.parse(text) as BatchOutcome;

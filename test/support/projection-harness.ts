@@ -7,7 +7,7 @@
 // feeds them in batches, and folds the reported changes into final states and results.
 
 import { DefinitionError, Sandbox, type BatchOutcome, type ChangedPartition, type EmittedEvent } from '../../src/projections/sandbox.js';
-import { encodeSandboxEvents, type SandboxEvent } from '../../src/projections/wire.js';
+import { encodeSandboxEvents, type SandboxEvent } from './sandbox-events.js';
 import { definitionProblem, eventFilterOf, needsRawBody, type SourceDefinition } from '../../src/projections/definition.js';
 
 /** One event written to a stream. */
@@ -252,7 +252,7 @@ export async function runProjection(source: string, specs: InputSpec[] = [], opt
     for (let offset = 0; offset < delivered.length; offset += size) {
       const batch = delivered.slice(offset, offset + size);
       const deferred = opts.collect === 'end';
-      const outcome = await sandbox.process(opts.delivery === 'spliced' ? splicedBatch(batch, needsRawBody(sandbox.definition, source)) : batch, !deferred);
+      const outcome = await sandbox.process(opts.delivery === 'spliced' ? splicedBatch(batch, needsRawBody(sandbox.definition, source)) : encodeSandboxEvents(batch), !deferred);
       if (deferred && !outcome.fault && offset + size >= delivered.length) {
         try {
           outcome.changed = await sandbox.collect();
