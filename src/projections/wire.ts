@@ -1,16 +1,10 @@
 import type { Selected } from './source.js';
 import { JsonBatchWriter } from './batch-writer.js';
+import { WIRE } from './language/wire-format.js';
 import { isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
 
-// How a batch of events crosses into the sandbox: ONE JSON text, parsed once inside. The
-// events lie flat in one array, each as a flags number, the indexes of its type and stream in a
-// string table (the array's last element), its event number, then only the fields its flags
-// name, in the order of the flags. Fewer and shorter values than one object per event:
-// parsing inside went from ~1.1 to ~0.5 µs per event (measured over 500k events).
-
-export const WIRE = {
-  JSON: 1, BODY: 2, RAW: 4, METADATA: 8, LINK_METADATA: 16, PARTITION: 32, CATEGORY: 64, DELETED: 128, ID: 256,
-} as const;
+// The host's side of the batch wire format (language/wire-format.js defines it, and its decoder
+// reads it inside the sandbox): log records in, one JSON text out, written into one reused buffer.
 
 /** What of each event crosses, decided once per projection from what its query can observe. */
 export interface Delivery {

@@ -1,7 +1,7 @@
 // Batches from event values, for tests that hand the sandbox events they describe rather than
 // records read from a store: the same wire format as the runtime's BatchEncoder (src/projections/wire.ts).
 
-import { WIRE } from '../../src/projections/wire.js';
+import { WIRE } from '../../src/projections/language/wire-format.js';
 
 /**
  * An event as the sandbox reads it, for hosts that hold events as values (the language tests):
