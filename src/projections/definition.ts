@@ -4,8 +4,6 @@
 
 import type { SourceDefinition } from './language/source-definition.js';
 
-export type { SourceDefinition } from './language/source-definition.js';
-
 /** Which event types reach the handlers: every type, or only the listed ones. */
 export interface EventFilter { all: boolean; types: Set<string> }
 

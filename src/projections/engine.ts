@@ -2,7 +2,8 @@ import type { EventRecord } from '../store/index.js';
 import { BatchEncoder, FULL_DELIVERY, type Delivery } from './wire.js';
 import type { EventUse } from './event-use.js';
 import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
-import { definitionProblem, needsRawBody, type SourceDefinition } from './definition.js';
+import { definitionProblem, needsRawBody } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 import type { Selected } from './source.js';
 
 // What runs a projection's handlers over the events its source selected: the sandboxed

@@ -5,7 +5,8 @@ import {
 import type { BatchOutcome, EmittedEvent } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
-import { eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
+import { eventFilterOf, type EventFilter } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 import type { PersistedProjection } from './model.js';
 import {
   checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
-import type { SourceDefinition } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 import { analyseEventUse, type EventUse } from './event-use.js';
 
 // One isolate per running projection: a memory limit for the whole isolate and a CPU time

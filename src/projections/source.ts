@@ -1,7 +1,8 @@
 import {
   isMetastream, isSoftDeleted, LINK_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord, type Store,
 } from '../store/index.js';
-import type { EventFilter, SourceDefinition } from './definition.js';
+import type { EventFilter } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 
 // What a query's source reads from the log (reference §9): fromAll skips system streams (but
 // not the metadata streams of user streams) and links unless $includeLinks; stream and category

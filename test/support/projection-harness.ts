@@ -8,7 +8,8 @@
 
 import { DefinitionError, Sandbox, type BatchOutcome, type ChangedPartition, type EmittedEvent } from '../../src/projections/sandbox.js';
 import { encodeSandboxEvents, type SandboxEvent } from './sandbox-events.js';
-import { definitionProblem, eventFilterOf, needsRawBody, type SourceDefinition } from '../../src/projections/definition.js';
+import { definitionProblem, eventFilterOf, needsRawBody } from '../../src/projections/definition.js';
+import type { SourceDefinition } from '../../src/projections/language/source-definition.js';
 
 /** One event written to a stream. */
 export interface EventSpec {
