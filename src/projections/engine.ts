@@ -38,24 +38,25 @@ export interface EngineLimits { memoryLimitMb: number; timeoutMs: number }
 export class JsEngine implements Engine {
   private readonly encoder: BatchEncoder;
 
-  private constructor(private readonly sandbox: Sandbox, delivery: Delivery) {
+  private constructor(private readonly sandbox: Sandbox, delivery: Delivery,
+    /** Handlers get plain event objects: unfrozen, with only the fields the query reads (see event-use.ts). */
+    readonly plainEvents: boolean) {
     this.encoder = new BatchEncoder(delivery);
   }
 
   static async create(query: string, limits: EngineLimits, emitEnabled: boolean,
     stored: Record<string, [string | null, string | null]>): Promise<JsEngine> {
     const sandbox = await Sandbox.create(query, limits);
-    let delivery: Delivery;
     try {
       const problem = definitionProblem(sandbox.definition);
-      if (problem) throw new DefinitionError(problem);
+      if (problem) throw new DefinitionError(problem, sandbox.definition);
       const { plainEvents } = await sandbox.start({ emitEnabled }, stored);
-      delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), emitEnabled);
+      const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), emitEnabled);
+      return new JsEngine(sandbox, delivery, plainEvents);
     } catch (err) {
       sandbox.dispose();
       throw err;
     }
-    return new JsEngine(sandbox, delivery);
   }
 
   get definition(): SourceDefinition {

@@ -80,8 +80,14 @@ async function loadLanguage(isolate: ivm.Isolate, context: ivm.Context): Promise
   return entry;
 }
 
-/** The query could not be defined: the reason is the exception message. */
-export class DefinitionError extends Error {}
+/** The query could not be defined, or its definition cannot run: the reason is the message. */
+export class DefinitionError extends Error {
+  constructor(message: string,
+    /** What the query declared, when it ran but its definition cannot run (definitionProblem). */
+    readonly definition?: SourceDefinition) {
+    super(message);
+  }
+}
 
 export class Sandbox {
   private constructor(
