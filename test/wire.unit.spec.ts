@@ -1,14 +1,13 @@
-// The runtime's batch encoding (src/projections/wire.ts, from log records) read back by the
-// sandbox's decoder (prelude.ts): every field a handler can see arrives as it was stored, for
-// full and for plain event objects. The language tests use the value encoder; this one covers
-// the encoder the running projections use.
+// The batch wire format (src/projections/language/wire-format.js), written by the runtime's
+// encoder (src/projections/wire.ts, from log records) and read back by the sandbox's decoder:
+// every field a handler can see arrives as it was stored, for full and for plain event objects.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeRecord, encodeRecord } from '../src/store/record.js';
 import { formatUuid, newUuid, type EventRecord } from '../src/store/index.js';
 import { Sandbox } from '../src/projections/sandbox.js';
 import { BatchEncoder, FULL_DELIVERY } from '../src/projections/wire.js';
-import type { Selected } from '../src/projections/engine.js';
+import type { Selected } from '../src/projections/source.js';
 
 let sandbox: Sandbox | undefined;
 afterEach(() => sandbox?.dispose());

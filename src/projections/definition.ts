@@ -1,28 +1,8 @@
-// The source definition a projection's query records, and the start-time rules that reject
-// illegal combinations (with the reasons the established servers give).
+// The start-time rules over a source definition (its shape: language/source-definition.js):
+// what it delivers, and the illegal combinations it is rejected for (with the reasons the
+// established servers give).
 
-export interface SourceDefinition {
-  allEvents: boolean;
-  allStreams: boolean;
-  streams: string[];
-  categories: string[];
-  events: string[];
-  byStream: boolean;
-  byCustomPartitions: boolean;
-  definesFold: boolean;
-  producesResults: boolean;
-  definesStateTransform: boolean;
-  handlesDeletedNotifications: boolean;
-  biState: boolean;
-  includeLinks: boolean;
-  reorderEvents: boolean;
-  processingLag: number;
-  resultStreamName: string | null;
-  partitionResultStreamNamePattern: string | null;
-  anyHandler: boolean;
-  /** Handler keys in property order ($any and event types), which decides what is delivered. */
-  handlerOrder: string[];
-}
+import type { SourceDefinition } from './language/source-definition.js';
 
 /** Which event types reach the handlers: every type, or only the listed ones. */
 export interface EventFilter { all: boolean; types: Set<string> }

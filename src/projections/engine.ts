@@ -2,19 +2,12 @@ import type { EventRecord } from '../store/index.js';
 import { BatchEncoder, FULL_DELIVERY, type Delivery } from './wire.js';
 import type { EventUse } from './event-use.js';
 import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
-import { definitionProblem, needsRawBody, type SourceDefinition } from './definition.js';
+import { definitionProblem, needsRawBody } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
+import type { Selected } from './source.js';
 
 // What runs a projection's handlers over the events its source selected: the sandboxed
 // JavaScript engine for user queries, or a native engine for the trusted system projections.
-
-/** An event the source selected: the event (resolved), the link it was read through, its category. */
-export interface Selected {
-  event: EventRecord;
-  link: EventRecord | undefined;
-  category: string | null;
-  /** Set when this is a "partition deleted" notification rather than an event. */
-  deletedPartition: string | undefined;
-}
 
 export interface Engine {
   readonly definition: SourceDefinition;
@@ -45,24 +38,25 @@ export interface EngineLimits { memoryLimitMb: number; timeoutMs: number }
 export class JsEngine implements Engine {
   private readonly encoder: BatchEncoder;
 
-  private constructor(private readonly sandbox: Sandbox, delivery: Delivery) {
+  private constructor(private readonly sandbox: Sandbox, delivery: Delivery,
+    /** Handlers get plain event objects: unfrozen, with only the fields the query reads (see event-use.ts). */
+    readonly plainEvents: boolean) {
     this.encoder = new BatchEncoder(delivery);
   }
 
   static async create(query: string, limits: EngineLimits, emitEnabled: boolean,
     stored: Record<string, [string | null, string | null]>): Promise<JsEngine> {
     const sandbox = await Sandbox.create(query, limits);
-    let delivery: Delivery;
     try {
       const problem = definitionProblem(sandbox.definition);
-      if (problem) throw new DefinitionError(problem);
+      if (problem) throw new DefinitionError(problem, sandbox.definition);
       const { plainEvents } = await sandbox.start({ emitEnabled }, stored);
-      delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), emitEnabled);
+      const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), emitEnabled);
+      return new JsEngine(sandbox, delivery, plainEvents);
     } catch (err) {
       sandbox.dispose();
       throw err;
     }
-    return new JsEngine(sandbox, delivery);
   }
 
   get definition(): SourceDefinition {

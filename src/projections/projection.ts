@@ -3,9 +3,10 @@ import {
   ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 import type { BatchOutcome, EmittedEvent } from './sandbox.js';
-import type { Engine, EngineLimits, Selected } from './engine.js';
-import { selectEvent } from './source.js';
-import { eventFilterOf, type EventFilter, type SourceDefinition } from './definition.js';
+import type { Engine, EngineLimits } from './engine.js';
+import { selectEvent, type Selected } from './source.js';
+import { eventFilterOf, type EventFilter } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 import type { PersistedProjection } from './model.js';
 import {
   checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.js';
-import { definitionProblem, eventFilterOf, type SourceDefinition } from './definition.js';
+import { definitionProblem, eventFilterOf } from './definition.js';
+import { blankDefinition, type SourceDefinition } from './language/source-definition.js';
 import { selectEvent } from './source.js';
 import { ProjectionError } from './manager.js';
 
@@ -30,12 +31,10 @@ export function parseQueryDefinition(query: unknown): SourceDefinition {
   if (field(q, 'allEvents') === true && events.length > 0) throw new ProjectionError('BadRequest', 'Both AllEvents and specific event filters cannot be set');
   const allEvents = field(q, 'allEvents') === true || events.length === 0;
   return {
-    allEvents, allStreams: field(q, 'allStreams') === true, streams: strings(field(q, 'streams'), 'streams'),
-    categories: strings(field(q, 'categories'), 'categories'), events, byStream: false, byCustomPartitions: false,
-    definesFold: false, producesResults: false, definesStateTransform: false, handlesDeletedNotifications: false, biState: false,
+    ...blankDefinition(), allEvents, allStreams: field(q, 'allStreams') === true, streams: strings(field(q, 'streams'), 'streams'),
+    categories: strings(field(q, 'categories'), 'categories'), events,
     includeLinks: field(options, '$includeLinks') === true || field(options, 'includeLinks') === true,
-    reorderEvents: false, processingLag: 0, resultStreamName: null, partitionResultStreamNamePattern: null,
-    anyHandler: false, handlerOrder: allEvents ? [] : events,
+    handlerOrder: allEvents ? [] : events,
   };
 }
 

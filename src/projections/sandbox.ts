@@ -1,12 +1,12 @@
+import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
-import { PRELUDE } from './prelude.js';
-import type { SourceDefinition } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 import { analyseEventUse, type EventUse } from './event-use.js';
-import { encodeSandboxEvents, type SandboxEvent } from './wire.js';
 
 // One isolate per running projection: a memory limit for the whole isolate and a CPU time
-// limit per call. The host crosses the boundary once per batch (one JSON text in, one out);
-// handlers never call back into the host.
+// limit per call. The projection language (language/prelude.js and the modules it imports) is
+// evaluated in it first, then the query. The host crosses the boundary once per batch (one JSON
+// text in, one out); handlers never call back into the host.
 
 export interface EmittedEvent {
   streamId: string;
@@ -39,11 +39,55 @@ export interface SandboxLimits {
   timeoutMs: number;
 }
 
-const ENTRY_POINTS = ['Definition', 'Start', 'Process', 'Collect', 'Partition'] as const;
+/** The exports of language/prelude.js the host calls. */
+const ENTRY_POINTS = ['closeDefinition', 'start', 'process', 'collect', 'partition'] as const;
 type EntryPoints = Record<(typeof ENTRY_POINTS)[number], ivm.Reference<(...args: unknown[]) => string>>;
 
-/** The query could not be defined: the reason is the exception message. */
-export class DefinitionError extends Error {}
+/**
+ * The language's module files, read once per process from next to this file (src/ under the
+ * tests, dist/ where tsc emits them for `npm start`); each isolate compiles its own modules.
+ */
+const LANGUAGE = new URL('./language/', import.meta.url);
+const languageTexts = new Map<string, string>();
+
+/** @param file a name in the language folder, as imported ('./name.js') */
+function languageText(file: string): string {
+  let text = languageTexts.get(file);
+  if (text === undefined) languageTexts.set(file, text = readFileSync(new URL(file, LANGUAGE), 'utf8'));
+  return text;
+}
+
+/**
+ * Evaluates language/prelude.js and the modules it imports (all in that one folder, imported as
+ * './name.js') in the context; returns its entry points. They are exports, not globals: the
+ * query is a script, which cannot import, so it cannot call them (e.g. to turn emit on).
+ */
+async function loadLanguage(isolate: ivm.Isolate, context: ivm.Context): Promise<EntryPoints> {
+  const modules = new Map<string, Promise<ivm.Module>>();
+  const load = (file: string): Promise<ivm.Module> => {
+    let module = modules.get(file);
+    if (!module) {
+      module = isolate.compileModule(languageText(file), { filename: `language/${file.replace(/^\.\//, '')}` });
+      modules.set(file, module);
+    }
+    return module;
+  };
+  const prelude = await load('./prelude.js');
+  await prelude.instantiate(context, (specifier) => load(specifier));
+  await prelude.evaluate();
+  const entry = {} as EntryPoints;
+  for (const name of ENTRY_POINTS) entry[name] = await prelude.namespace.get(name, { reference: true }) as EntryPoints[typeof name];
+  return entry;
+}
+
+/** The query could not be defined, or its definition cannot run: the reason is the message. */
+export class DefinitionError extends Error {
+  constructor(message: string,
+    /** What the query declared, when it ran but its definition cannot run (definitionProblem). */
+    readonly definition?: SourceDefinition) {
+    super(message);
+  }
+}
 
 export class Sandbox {
   private constructor(
@@ -60,21 +104,14 @@ export class Sandbox {
     const isolate = new ivm.Isolate({ memoryLimit: limits.memoryLimitMb });
     try {
       const context = await isolate.createContext();
-      await (await isolate.compileScript(PRELUDE, { filename: 'prelude.js' })).run(context);
-      // The host keeps references to the prelude's entry points and removes them from the
-      // global scope before the query runs: a query cannot call them (e.g. to turn emit on).
-      const entry = {} as EntryPoints;
-      for (const name of ENTRY_POINTS) {
-        entry[name] = await context.global.get(`__svc${name}`, { reference: true }) as ivm.Reference<(...args: unknown[]) => string>;
-        await context.global.delete(`__svc${name}`);
-      }
+      const entry = await loadLanguage(isolate, context);
       try {
         const script = await isolate.compileScript(source, { filename: 'query.js' });
         await script.run(context, { timeout: limits.timeoutMs });
       } catch (err) {
         throw new DefinitionError(describe(err));
       }
-      const definitionJson = await entry.Definition.apply(undefined, [], { result: { copy: true }, timeout: limits.timeoutMs }) as string;
+      const definitionJson = await entry.closeDefinition.apply(undefined, [], { result: { copy: true }, timeout: limits.timeoutMs }) as string;
       return new Sandbox(isolate, entry, limits, JSON.parse(definitionJson) as SourceDefinition, analyseEventUse(source));
     } catch (err) {
       if (!isolate.isDisposed) isolate.dispose();
@@ -87,7 +124,7 @@ export class Sandbox {
    * `plainEvents`: handlers get unfrozen event objects with only the fields they read (see event-use.ts).
    */
   async start(config: { emitEnabled: boolean }, states: Record<string, [string | null, string | null]>): Promise<{ plainEvents: boolean }> {
-    const text = await this.entry.Start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
+    const text = await this.entry.start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
     return JSON.parse(text) as { plainEvents: boolean };
   }
@@ -96,10 +133,9 @@ export class Sandbox {
    * Handles one batch (the wire format of wire.ts). A timeout or the memory limit becomes a fault at the batch's first event.
    * With `collect` false the changed partitions are left for collect() (done at checkpoints).
    */
-  async process(events: SandboxEvent[] | string, collect = true): Promise<BatchOutcome> {
+  async process(batch: string, collect = true): Promise<BatchOutcome> {
     try {
-      const batch = typeof events === 'string' ? events : encodeSandboxEvents(events);
-      const text = await this.entry.Process.apply(undefined, [batch, collect],
+      const text = await this.entry.process.apply(undefined, [batch, collect],
         { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
       return JSON.parse(text) as BatchOutcome;
     } catch (err) {
@@ -110,7 +146,7 @@ export class Sandbox {
   /** Serialises the partitions changed since the last collection. */
   async collect(): Promise<ChangedPartition[]> {
     try {
-      const text = await this.entry.Collect.apply(undefined, [], { result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
+      const text = await this.entry.collect.apply(undefined, [], { result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
       return JSON.parse(text) as ChangedPartition[];
     } catch (err) {
       throw new Error(describe(err));
@@ -119,7 +155,7 @@ export class Sandbox {
 
   /** The live state and result of one partition (JSON texts, null when none). */
   async partition(partition: string): Promise<[string | null, string | null]> {
-    const text = await this.entry.Partition.apply(undefined, [partition],
+    const text = await this.entry.partition.apply(undefined, [partition],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
     return JSON.parse(text) as [string | null, string | null];
   }

@@ -1,12 +1,21 @@
 import {
   isMetastream, isSoftDeleted, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord, type Store,
 } from '../store/index.js';
-import type { EventFilter, SourceDefinition } from './definition.js';
-import type { Selected } from './engine.js';
+import type { EventFilter } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 
 // What a query's source reads from the log (reference §9): fromAll skips system streams (but
 // not the metadata streams of user streams) and links unless $includeLinks; stream and category
 // sources read their streams, resolving links; then the event-type filter and content validation.
+
+/** An event the source selected: the event (resolved), the link it was read through, its category. */
+export interface Selected {
+  event: EventRecord;
+  link: EventRecord | undefined;
+  category: string | null;
+  /** Set when this is a "partition deleted" notification rather than an event. */
+  deletedPartition: string | undefined;
+}
 
 /** The event a query reads for this log record, or undefined when it reads none. */
 export function selectEvent(def: SourceDefinition, filter: EventFilter, store: Store, record: EventRecord): Selected | undefined {

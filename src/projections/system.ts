@@ -1,8 +1,9 @@
 import {
   isMetastream, isSoftDeleted, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, originalStreamOf, parseMetadata, shownName, streamNameProblem, type EventRecord,
 } from '../store/index.js';
-import type { SourceDefinition } from './definition.js';
-import type { Engine, Selected } from './engine.js';
+import { blankDefinition, type SourceDefinition } from './language/source-definition.js';
+import type { Engine } from './engine.js';
+import type { Selected } from './source.js';
 import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
 
 // The standard system projections, run natively: they are trusted and sit on the hot path of
@@ -42,12 +43,8 @@ export function categoryRule(config: string): (streamId: string) => string | und
   };
 }
 
-const NATIVE_DEFINITION: SourceDefinition = {
-  allEvents: true, allStreams: true, streams: [], categories: [], events: [], byStream: false, byCustomPartitions: false,
-  definesFold: false, producesResults: false, definesStateTransform: false, handlesDeletedNotifications: false, biState: false,
-  includeLinks: true, reorderEvents: false, processingLag: 0, resultStreamName: null, partitionResultStreamNamePattern: null,
-  anyHandler: false, handlerOrder: [],
-};
+/** They read every record of the log, links included (see NativeEngine.select). */
+const NATIVE_DEFINITION: SourceDefinition = { ...blankDefinition(), allEvents: true, allStreams: true, includeLinks: true };
 
 /** A soft delete of a user stream: the `$metadata` event that sets its `$tb` to the maximum. */
 function softDeletedStream(r: EventRecord): string | undefined {

@@ -1,16 +1,10 @@
-import type { Selected } from './engine.js';
+import type { Selected } from './source.js';
 import { JsonBatchWriter } from './batch-writer.js';
+import { WIRE } from './language/wire-format.js';
 import { isMetastream, originalStreamOf, type EventRecord } from '../store/index.js';
 
-// How a batch of events crosses into the sandbox: ONE JSON text, parsed once inside. The
-// events lie flat in one array, each as a flags number, the indexes of its type and stream in a
-// string table (the array's last element), its event number, then only the fields its flags
-// name, in the order of the flags. Fewer and shorter values than one object per event:
-// parsing inside went from ~1.1 to ~0.5 µs per event (measured over 500k events).
-
-export const WIRE = {
-  JSON: 1, BODY: 2, RAW: 4, METADATA: 8, LINK_METADATA: 16, PARTITION: 32, CATEGORY: 64, DELETED: 128, ID: 256,
-} as const;
+// The host's side of the batch wire format (language/wire-format.js defines it, and its decoder
+// reads it inside the sandbox): log records in, one JSON text out, written into one reused buffer.
 
 /** What of each event crosses, decided once per projection from what its query can observe. */
 export interface Delivery {
@@ -81,74 +75,6 @@ export class BatchEncoder {
     if (flags & WIRE.PARTITION) w.byte(0x2c).int(this.indexOf(partitionStream));
     if (category !== null) w.byte(0x2c).int(this.indexOf(category));
     if (deletedPartition !== undefined) w.byte(0x2c).int(this.indexOf(deletedPartition));
-  }
-}
-
-/**
- * An event as the sandbox reads it, for hosts that hold events as values (the language tests):
- * the data either parsed (`body`) or as text (`bodyRaw`).
- */
-export interface SandboxEvent {
-  eventType: string;
-  streamId: string;
-  sequenceNumber: number;
-  eventId: string;
-  isJson: boolean;
-  bodyRaw?: string | null;
-  body?: unknown;
-  metadataRaw: string | null;
-  linkMetadataRaw: string | null;
-  /** The partition of a foreachStream projection (the original stream, `$o` of a link, x of $$x). */
-  partitionStream: string;
-  category?: string | null;
-  /** Set for a "partition deleted" notification instead of an event. */
-  deletedPartition?: string;
-}
-
-/** The same wire format from event values; with `spliceBodies`, valid JSON data crosses as `body` the way the runtime sends it. */
-export function encodeSandboxEvents(events: SandboxEvent[], spliceBodies = false): string {
-  const strings: string[] = [];
-  const index = new Map<string, number>();
-  const indexOf = (s: string): number => {
-    if (!index.has(s)) index.set(s, strings.push(s) - 1);
-    return index.get(s)!;
-  };
-  const parts: string[] = [];
-  for (const e of events) {
-    const raw = e.bodyRaw ?? null;
-    const splice = e.body === undefined && spliceBodies && e.isJson && raw !== null && isJsonText(raw);
-    const values: unknown[] = [];
-    let flags = WIRE.ID | (e.isJson ? WIRE.JSON : 0);
-    if (e.body !== undefined) flags |= WIRE.BODY;
-    else if (splice) flags |= WIRE.BODY;
-    else if (raw !== null) flags |= WIRE.RAW;
-    if (e.metadataRaw !== null) flags |= WIRE.METADATA;
-    if (e.linkMetadataRaw !== null) flags |= WIRE.LINK_METADATA;
-    if (e.partitionStream !== e.streamId) flags |= WIRE.PARTITION;
-    if (e.category !== undefined && e.category !== null) flags |= WIRE.CATEGORY;
-    if (e.deletedPartition !== undefined) flags |= WIRE.DELETED;
-    values.push(flags, indexOf(e.eventType), indexOf(e.streamId), e.sequenceNumber, JSON.stringify(e.eventId));
-    if (e.body !== undefined) values.push(JSON.stringify(e.body));
-    else if (splice) values.push(raw);
-    else if (raw !== null) values.push(JSON.stringify(raw));
-    if (e.metadataRaw !== null) values.push(JSON.stringify(e.metadataRaw));
-    if (e.linkMetadataRaw !== null) values.push(JSON.stringify(e.linkMetadataRaw));
-    if (flags & WIRE.PARTITION) values.push(indexOf(e.partitionStream));
-    if (flags & WIRE.CATEGORY) values.push(indexOf(e.category!));
-    if (e.deletedPartition !== undefined) values.push(indexOf(e.deletedPartition));
-    parts.push(values.join(','));
-  }
-  parts.push(JSON.stringify(strings));
-  return `[${parts.join(',')}]`;
-}
-
-function isJsonText(text: string): boolean {
-  if (text.trim() === '') return false;
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
   }
 }
 

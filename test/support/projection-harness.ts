@@ -1,14 +1,24 @@
-// A small in-memory host for the projection sandbox, for language-level unit tests.
+// The host of the projection language tests: each run writes the events it is given to a real
+// store (in memory) and runs the query over them the way users run it, as a Projection
+// (src/projections/projection.ts) with the production engine (JsEngine: sandbox, source
+// selection, batch encoding), in OneTime mode so that it completes at the end of the log.
 //
-// It plays the part the projection runtime plays around the sandbox: runs the definition
-// phase, applies the start-time validation (definitionProblem), turns simple event
-// descriptions into SandboxEvents, filters them the way the reader does (event-type filter
-// from eventFilterOf, "content type validation" of JSON events, $deleted notifications),
-// feeds them in batches, and folds the reported changes into final states and results.
+// What the tests read is recorded where the engine meets the Projection: the events handed to
+// it, each batch's outcome (emitted events, log lines, a fault), the partitions collected after
+// it (the Projection collects at its checkpoints and at the end), and whether handlers got plain
+// event objects. The final states and results are checked against what the projection answers.
 
-import { DefinitionError, Sandbox, type BatchOutcome, type ChangedPartition, type EmittedEvent } from '../../src/projections/sandbox.js';
-import { encodeSandboxEvents, type SandboxEvent } from '../../src/projections/wire.js';
-import { definitionProblem, eventFilterOf, needsRawBody, type SourceDefinition } from '../../src/projections/definition.js';
+import type { BatchOutcome, ChangedPartition, EmittedEvent } from '../../src/projections/sandbox.js';
+import { DefinitionError } from '../../src/projections/sandbox.js';
+import { JsEngine, type Engine } from '../../src/projections/engine.js';
+import { Projection } from '../../src/projections/projection.js';
+import { DEFAULT_CONFIG, type PersistedProjection, type ProjectionMode } from '../../src/projections/model.js';
+import type { Selected } from '../../src/projections/source.js';
+import type { SourceDefinition } from '../../src/projections/language/source-definition.js';
+import { createLogger } from '../../src/logger.js';
+import {
+  ExpectedVersion, formatUuid, LINK_EVENT_TYPE, newUuid, parseUuid, Store, type ProposedEvent,
+} from '../../src/store/index.js';
 
 /** One event written to a stream. */
 export interface EventSpec {
@@ -24,17 +34,19 @@ export interface EventSpec {
   isJson?: boolean;
   /** Event metadata: an object (JSON-serialised), raw text, or absent. */
   metadata?: unknown;
-  /** Metadata of the link the event was read through: an object, raw text, or absent. */
+  /**
+   * The stream of a link to the event, written right after it (`$ce-<category>` as $by_category
+   * writes them, or any stream): category and stream sources read the event through it.
+   */
+  via?: string;
+  /** Metadata of that link: an object, raw text, or absent. */
   linkMetadata?: unknown;
-  /** Event number in its stream (default: 0, 1, 2... per stream). */
+  /** Event number in its stream: filler events written before the run's first event make it so. */
   sequenceNumber?: number;
   eventId?: string;
-  /** The foreachStream partition (default: `$o` of the link metadata, x for `$$x`, else the stream). */
-  partitionStream?: string;
-  category?: string | null;
 }
 
-/** A stream deletion (hard delete tombstone or soft delete). */
+/** A stream deletion (a hard delete: its tombstone). */
 export interface DeleteSpec {
   deleted: string;
 }
@@ -43,50 +55,55 @@ export type InputSpec = EventSpec | DeleteSpec;
 
 export interface RunOptions {
   emitEnabled?: boolean;
-  /** Events per sandbox.process call (default: all in one batch). */
+  /** Log records per read (the engine's readBatchSize; default: the Projection's). */
   batchSize?: number;
-  /** Stored partition states passed to start(): {partition: [stateJson|null, resultJson|null]}. */
-  storedStates?: Record<string, [string | null, string | null]>;
+  /** Partition states (JSON, or null) an earlier run of the projection left in its checkpoint; their results are their states. */
+  storedStates?: Record<string, string | null>;
   memoryLimitMb?: number;
   timeoutMs?: number;
-  /** Drop JSON events whose body is empty or not JSON, as the reader does (default true). */
-  contentValidation?: boolean;
   /**
-   * How JSON data crosses into the sandbox: 'raw' sends `bodyRaw` text; 'spliced' sends one
-   * JSON text per batch with the event's data spliced in as `body` (what the runtime does).
+   * With checkpoints (the default) the projection checkpoints, and so collects the changed
+   * partitions, after each batch that leaves results or emitted events to write (its
+   * checkpointAfterMs is 0). Without, it collects them once, at the end.
    */
-  delivery?: 'raw' | 'spliced';
-  /**
-   * When changed partitions are serialised: after every batch ('batch', process(.., true)), or
-   * once after the last batch ('end', process(.., false) then collect(), like a checkpoint).
-   */
-  collect?: 'batch' | 'end';
+  checkpoints?: boolean;
+}
+
+/** An event the engine was handed. */
+export interface DeliveredEvent {
+  eventType: string;
+  streamId: string;
+  eventNumber: number;
+  eventId: string;
+  /** Set for a "partition deleted" notification. */
+  deletedPartition?: string;
 }
 
 export interface RunFault {
   message: string;
   /** Index in `delivered` of the event that failed. */
   index: number;
-  /** The sandbox's isolate had been disposed when the fault was reported. */
+  /** The engine's isolate had been disposed when the fault was reported. */
   sandboxDisposed: boolean;
 }
 
 export interface RunResult {
   /** How far it got. */
   stage: 'definition' | 'validation' | 'processed' | 'faulted';
-  /** Message of the DefinitionError when the query could not be defined. */
+  /** The reason the query could not be defined. */
   definitionError?: string;
   /** §8 start-time reason, when the definition was rejected. */
   problem?: string;
   definition?: SourceDefinition;
-  /** Events actually handed to the sandbox, in order. */
-  delivered: SandboxEvent[];
+  /** Events handed to the engine, in order. */
+  delivered: DeliveredEvent[];
   /** Final state JSON per partition (stored states included). */
   states: Record<string, string | null>;
   /** Final result JSON per partition (stored results included). */
   results: Record<string, string | null>;
-  /** `changed` of every batch, in order. */
+  /** The partitions collected after each batch ([] when none were). */
   changes: ChangedPartition[][];
+  /** Each batch's outcome, its `changed` being the partitions collected after it. */
   outcomes: BatchOutcome[];
   emitted: EmittedEvent[];
   logs: string[];
@@ -111,10 +128,255 @@ export function resultOf(run: RunResult, partition = ''): unknown {
   return text === undefined ? undefined : text === null ? null : JSON.parse(text);
 }
 
-let idCounter = 0;
-function nextEventId(): string {
-  idCounter++;
-  return `00000000-0000-4000-8000-${idCounter.toString(16).padStart(12, '0')}`;
+const NAME = 'under-test';
+const ID = 0;
+const log = createLogger('silent');
+
+/** Only the definition phase and the §8 check (a run over no events). */
+export async function define(source: string, opts: Pick<RunOptions, 'memoryLimitMb' | 'timeoutMs'> = {}):
+  Promise<{ definition?: SourceDefinition; definitionError?: string; problem?: string }> {
+  const { definition, definitionError, problem } = await runProjection(source, [], opts);
+  return { definition, definitionError, problem };
+}
+
+/** Writes the events, runs the query over them to the end of the log, and reports what happened. */
+export async function runProjection(source: string, specs: InputSpec[] = [], opts: RunOptions = {}): Promise<RunResult> {
+  const store = await Store.open({ dir: '', inMemory: true, chunkSize: 256 * 1024 * 1024, logCacheBytes: 1 << 20 });
+  try {
+    const fillers = await writeFillers(store, specs);
+    if (opts.storedStates || fillers > 0) await leaveCheckpoint(store, opts.storedStates ?? {});
+    await writeEvents(store, specs);
+    return await run(store, source, opts);
+  } finally {
+    await store.close();
+  }
+}
+
+async function run(store: Store, source: string, opts: RunOptions): Promise<RunResult> {
+  const result: RunResult = {
+    stage: 'definition', delivered: [], states: {}, results: {}, changes: [], outcomes: [], emitted: [], logs: [],
+    handled: 0, processed: 0, fault: null,
+  };
+  let engine: RecordingEngine | undefined;
+  let startError: unknown;
+  const projection = newProjection(store, {
+    ...persisted(source, 'OneTime', { emitEnabled: opts.emitEnabled ?? false, checkpointAfterMs: 0 }),
+    checkpointsEnabled: opts.checkpoints ?? true,
+  }, opts, async (p, limits, stored) => {
+    for (const [partition, [state, res]] of Object.entries(stored)) {
+      result.states[partition] = state;
+      result.results[partition] = res;
+    }
+    try {
+      engine = new RecordingEngine(await JsEngine.create(p.query, limits, p.config.emitEnabled, stored), opts.batchSize);
+      return engine;
+    } catch (err) {
+      startError = err;
+      throw err;
+    }
+  });
+  await projection.start();
+  await until(() => projection.status === 'Completed' || projection.status === 'Faulted');
+  await projection.stop(false);
+
+  if (!engine) {
+    if (!(startError instanceof DefinitionError)) throw startError ?? new Error(`harness: the projection did not start: ${projection.stateReason}`);
+    if (startError.definition) {
+      result.stage = 'validation';
+      result.definition = startError.definition;
+      result.problem = startError.message;
+    } else result.definitionError = startError.message;
+    result.error = startError.message;
+    return result;
+  }
+  result.definition = projection.definition;
+  result.plainEvents = engine.plainEvents;
+  result.delivered = engine.delivered;
+  result.stage = 'processed';
+  for (const batch of engine.batches) {
+    const { outcome, changed } = batch;
+    result.outcomes.push({ ...outcome, changed });
+    result.changes.push(changed);
+    result.emitted.push(...outcome.emitted);
+    result.logs.push(...outcome.logs);
+    result.handled += outcome.handled;
+    result.processed += outcome.processed;
+    for (const [p, state, res] of changed) {
+      result.states[p] = state;
+      result.results[p] = res;
+    }
+    if (outcome.fault && !result.fault) {
+      result.fault = { message: outcome.fault.message, index: batch.first + outcome.fault.index, sandboxDisposed: batch.disposedAtFault };
+    }
+  }
+  if (!result.fault && engine.collectError) {
+    result.fault = { message: (engine.collectError as Error).message, index: result.delivered.length - 1, sandboxDisposed: engine.disposed };
+  }
+  if (!result.fault && projection.status === 'Faulted') {
+    result.fault = { message: projection.stateReason, index: -1, sandboxDisposed: engine.disposed };
+  }
+  if (result.fault) {
+    result.stage = 'faulted';
+    result.error = result.fault.message;
+  } else if (projection.status !== 'Completed') throw new Error(`harness: the projection ended ${projection.status}`);
+  await expectAnswers(projection, result);
+  return result;
+}
+
+/** What was recorded at the engine is what the projection answers for each partition. */
+async function expectAnswers(projection: Projection, result: RunResult): Promise<void> {
+  for (const [partition, state] of Object.entries(result.states)) {
+    const answer = await projection.read(partition);
+    const expected = { state: state ?? '', result: result.results[partition] ?? '' };
+    if (answer.state !== expected.state || answer.result !== expected.result) {
+      throw new Error(`harness: partition '${partition}' answers ${JSON.stringify(answer)}, recorded ${JSON.stringify(expected)}`);
+    }
+  }
+}
+
+/** The production engine, with a record of what crossed between it and the Projection. */
+class RecordingEngine implements Engine {
+  readonly delivered: DeliveredEvent[] = [];
+  /** Each batch: its outcome, the index of its first event, the partitions collected after it. */
+  readonly batches: { outcome: BatchOutcome; first: number; changed: ChangedPartition[]; disposedAtFault: boolean }[] = [];
+  collectError: unknown;
+  /** Events of the batches encoded and not yet processed (the Projection encodes one ahead). */
+  private readonly encoded: DeliveredEvent[][] = [];
+
+  constructor(private readonly inner: JsEngine, readonly readBatchSize: number | undefined) {}
+
+  get definition(): SourceDefinition {
+    return this.inner.definition;
+  }
+
+  get disposed(): boolean {
+    return this.inner.disposed;
+  }
+
+  get plainEvents(): boolean {
+    return this.inner.plainEvents;
+  }
+
+  encode(batch: Selected[]): unknown {
+    this.encoded.push(batch.map(({ event, deletedPartition }) => ({
+      eventType: event.eventType, streamId: event.streamId, eventNumber: event.eventNumber, eventId: formatUuid(event.eventId),
+      ...(deletedPartition !== undefined ? { deletedPartition } : {}),
+    })));
+    return this.inner.encode(batch);
+  }
+
+  async process(encoded: unknown): Promise<BatchOutcome> {
+    const first = this.delivered.length;
+    this.delivered.push(...this.encoded.shift()!);
+    const outcome = await this.inner.process(encoded);
+    this.batches.push({ outcome, first, changed: [], disposedAtFault: outcome.fault !== null && this.inner.disposed });
+    return outcome;
+  }
+
+  async collect(): Promise<ChangedPartition[]> {
+    try {
+      const changed = await this.inner.collect();
+      this.batches[this.batches.length - 1]?.changed.push(...changed);
+      return changed;
+    } catch (err) {
+      this.collectError ??= err;
+      throw err;
+    }
+  }
+
+  partition(partition: string): Promise<[string | null, string | null]> {
+    return this.inner.partition(partition);
+  }
+
+  dispose(): void {
+    this.inner.dispose();
+  }
+}
+
+function persisted(query: string, mode: ProjectionMode, config: Partial<PersistedProjection['config']>): PersistedProjection {
+  return {
+    name: NAME, handlerType: 'JS', mode, query, enabled: true, checkpointsEnabled: true, epoch: 0, version: 0, runAs: null,
+    config: { ...DEFAULT_CONFIG, ...config },
+  };
+}
+
+function newProjection(store: Store, p: PersistedProjection, opts: RunOptions,
+  createEngine: ConstructorParameters<typeof Projection>[6]): Projection {
+  return new Projection(p, ID, store, log, {
+    memoryLimitMb: opts.memoryLimitMb ?? 32, executionTimeoutMs: opts.timeoutMs ?? 1000, maxStateBytes: 0,
+  }, (id) => id === ID, createEngine);
+}
+
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+const SEED_STREAM = '$harness-seed';
+const SEED_QUERY = `fromStream('${SEED_STREAM}').partitionBy(function (e) { return e.data.partition; })
+  .when({ $any: function (s, e) { return e.data.state; } })`;
+
+/**
+ * An earlier run of the projection, with its checkpoint: it leaves the given partition states,
+ * and the log position after everything written so far (the fillers), where the run resumes.
+ */
+async function leaveCheckpoint(store: Store, states: Record<string, string | null>): Promise<void> {
+  for (const [partition, state] of Object.entries(states)) {
+    await store.append(SEED_STREAM, ExpectedVersion.any, [proposed({ type: 'Seed', data: { partition, state: state === null ? null : JSON.parse(state) } })]);
+  }
+  const end = store.headPosition;
+  const seed = newProjection(store, persisted(SEED_QUERY, 'Continuous', {}), {}, (p, limits, stored) =>
+    JsEngine.create(p.query, limits, p.config.emitEnabled, stored));
+  await seed.start();
+  await until(() => seed.position >= end || seed.status === 'Faulted');
+  await seed.stop(true);
+  if (seed.status === 'Faulted') throw new Error(`harness: the earlier run faulted: ${seed.stateReason}`);
+}
+
+/** Writes the filler events that give events their requested numbers; returns how many. */
+async function writeFillers(store: Store, specs: InputSpec[]): Promise<number> {
+  const counts = new Map<string, number>();
+  let fillers = 0;
+  for (const spec of specs) {
+    const stream = isDelete(spec) ? spec.deleted : spec.stream ?? 'stream-1';
+    const count = counts.get(stream) ?? 0;
+    const wanted = isDelete(spec) ? count : spec.sequenceNumber ?? count;
+    if (wanted < count) throw new Error(`harness: event ${wanted} of ${stream} is written after ${count} others`);
+    for (let n = count; n < wanted; n++, fillers++) {
+      await store.append(stream, ExpectedVersion.any, [proposed({ type: 'Filler', raw: null })]);
+    }
+    counts.set(stream, wanted + 1);
+  }
+  return fillers;
+}
+
+async function writeEvents(store: Store, specs: InputSpec[]): Promise<void> {
+  for (const spec of specs) {
+    if (isDelete(spec)) {
+      await store.deleteStream(spec.deleted, ExpectedVersion.any, true);
+      continue;
+    }
+    const stream = spec.stream ?? 'stream-1';
+    const { firstEventNumber } = await store.append(stream, ExpectedVersion.any, [proposed(spec)]);
+    if (spec.via !== undefined) {
+      await store.append(spec.via, ExpectedVersion.any, [{
+        eventId: newUuid(), eventType: LINK_EVENT_TYPE, isJson: false, data: Buffer.from(`${firstEventNumber}@${stream}`),
+        metadata: Buffer.from(rawOf(spec.linkMetadata) ?? ''),
+      }]);
+    } else if (spec.linkMetadata !== undefined) {
+      throw new Error('harness: link metadata needs a link: give the stream it is in (via)');
+    }
+  }
+}
+
+function proposed(spec: EventSpec): ProposedEvent {
+  const isJson = spec.isJson ?? spec.raw === undefined;
+  const data = spec.raw !== undefined ? spec.raw : JSON.stringify(spec.data ?? {});
+  const eventId = spec.eventId === undefined ? newUuid() : parseUuid(spec.eventId);
+  if (!eventId) throw new Error(`harness: ${spec.eventId} is not a UUID`);
+  return {
+    eventId, eventType: spec.type ?? 'E', isJson, dataIsJson: isJson && isJsonText(data), data: Buffer.from(data ?? ''),
+    metadata: Buffer.from(rawOf(spec.metadata) ?? ''),
+  };
 }
 
 function rawOf(v: unknown): string | null {
@@ -126,159 +388,12 @@ function isDelete(s: InputSpec): s is DeleteSpec {
   return typeof (s as DeleteSpec).deleted === 'string';
 }
 
-function isValidJson(text: string | null): boolean {
+function isJsonText(text: string | null): boolean {
   if (text === null || text.trim() === '') return false;
   try {
     JSON.parse(text);
     return true;
   } catch {
     return false;
-  }
-}
-
-/** Turns descriptions into SandboxEvents (numbering events per stream), before any filtering. */
-export function toSandboxEvents(specs: InputSpec[], def: SourceDefinition): SandboxEvent[] {
-  const seq = new Map<string, number>();
-  const nextSeq = (stream: string, explicit?: number) => {
-    const n = explicit ?? seq.get(stream) ?? 0;
-    seq.set(stream, n + 1);
-    return n;
-  };
-  const out: SandboxEvent[] = [];
-  for (const spec of specs) {
-    if (isDelete(spec)) {
-      if (def.handlesDeletedNotifications) {
-        out.push({
-          eventType: '$streamDeleted', streamId: spec.deleted, sequenceNumber: Number.MAX_SAFE_INTEGER,
-          eventId: nextEventId(), isJson: false, bodyRaw: null, metadataRaw: null, linkMetadataRaw: null,
-          partitionStream: spec.deleted, deletedPartition: spec.deleted,
-        });
-      } else {
-        // Without $deleted the tombstone is delivered as an ordinary event.
-        out.push({
-          eventType: '$streamDeleted', streamId: spec.deleted, sequenceNumber: nextSeq(spec.deleted),
-          eventId: nextEventId(), isJson: false, bodyRaw: '', metadataRaw: null, linkMetadataRaw: null,
-          partitionStream: spec.deleted,
-        });
-      }
-      continue;
-    }
-    const stream = spec.stream ?? 'stream-1';
-    const isJson = spec.isJson ?? spec.raw === undefined;
-    const bodyRaw = spec.raw !== undefined ? spec.raw : JSON.stringify(spec.data ?? {});
-    const link = spec.linkMetadata;
-    const linkOrigin = link && typeof link === 'object' && typeof (link as Record<string, unknown>).$o === 'string'
-      ? (link as Record<string, string>).$o : undefined;
-    const partitionStream = spec.partitionStream ?? linkOrigin ?? (stream.startsWith('$$') ? stream.slice(2) : stream);
-    const event: SandboxEvent = {
-      eventType: spec.type ?? 'E', streamId: stream, sequenceNumber: nextSeq(stream, spec.sequenceNumber),
-      eventId: spec.eventId ?? nextEventId(), isJson, bodyRaw,
-      metadataRaw: rawOf(spec.metadata), linkMetadataRaw: rawOf(spec.linkMetadata), partitionStream,
-    };
-    if (spec.category !== undefined) event.category = spec.category;
-    out.push(event);
-  }
-  return out;
-}
-
-/** What the reader hands to the sandbox: the event-type filter and content validation. */
-export function deliverable(events: SandboxEvent[], def: SourceDefinition, contentValidation = true): SandboxEvent[] {
-  const filter = eventFilterOf(def);
-  return events.filter((e) => {
-    if (e.deletedPartition !== undefined) return def.handlesDeletedNotifications;
-    if (!filter.all && !filter.types.has(e.eventType)) return false;
-    if (contentValidation && e.isJson && !isValidJson(e.bodyRaw ?? null)) return false;
-    return true;
-  });
-}
-
-/** The batch as one JSON text, JSON data spliced in as `body` unless the query needs raw text (the runtime's encoding). */
-export function splicedBatch(events: SandboxEvent[], rawBody = false): string {
-  return encodeSandboxEvents(events, !rawBody);
-}
-
-/** Only the definition phase and the §8 check. */
-export async function define(source: string, opts: Pick<RunOptions, 'memoryLimitMb' | 'timeoutMs'> = {}):
-  Promise<{ definition?: SourceDefinition; definitionError?: string; problem?: string }> {
-  let sandbox: Sandbox;
-  try {
-    sandbox = await Sandbox.create(source, { memoryLimitMb: opts.memoryLimitMb ?? 32, timeoutMs: opts.timeoutMs ?? 1000 });
-  } catch (err) {
-    if (err instanceof DefinitionError) return { definitionError: err.message };
-    throw err;
-  }
-  try {
-    return { definition: sandbox.definition, problem: definitionProblem(sandbox.definition) };
-  } finally {
-    sandbox.dispose();
-  }
-}
-
-/** Defines, validates, starts and feeds the events; always disposes the sandbox. */
-export async function runProjection(source: string, specs: InputSpec[] = [], opts: RunOptions = {}): Promise<RunResult> {
-  const result: RunResult = {
-    stage: 'definition', delivered: [], states: {}, results: {}, changes: [], outcomes: [], emitted: [], logs: [],
-    handled: 0, processed: 0, fault: null,
-  };
-  let sandbox: Sandbox;
-  try {
-    sandbox = await Sandbox.create(source, { memoryLimitMb: opts.memoryLimitMb ?? 32, timeoutMs: opts.timeoutMs ?? 1000 });
-  } catch (err) {
-    if (!(err instanceof DefinitionError)) throw err;
-    result.definitionError = err.message;
-    result.error = err.message;
-    return result;
-  }
-  try {
-    const def = sandbox.definition;
-    result.definition = def;
-    const problem = definitionProblem(def);
-    if (problem !== undefined) {
-      result.stage = 'validation';
-      result.problem = problem;
-      result.error = problem;
-      return result;
-    }
-    const stored = opts.storedStates ?? {};
-    for (const [p, [state, res]] of Object.entries(stored)) {
-      result.states[p] = state;
-      result.results[p] = res;
-    }
-    result.plainEvents = (await sandbox.start({ emitEnabled: opts.emitEnabled ?? false }, stored)).plainEvents;
-    const delivered = deliverable(toSandboxEvents(specs, def), def, opts.contentValidation ?? true);
-    result.delivered = delivered;
-    const size = Math.max(1, opts.batchSize ?? (delivered.length || 1));
-    result.stage = 'processed';
-    for (let offset = 0; offset < delivered.length; offset += size) {
-      const batch = delivered.slice(offset, offset + size);
-      const deferred = opts.collect === 'end';
-      const outcome = await sandbox.process(opts.delivery === 'spliced' ? splicedBatch(batch, needsRawBody(sandbox.definition, source)) : batch, !deferred);
-      if (deferred && !outcome.fault && offset + size >= delivered.length) {
-        try {
-          outcome.changed = await sandbox.collect();
-        } catch (err) {
-          outcome.fault = { message: (err as Error).message, index: batch.length - 1 };
-        }
-      }
-      result.outcomes.push(outcome);
-      result.changes.push(outcome.changed);
-      result.emitted.push(...outcome.emitted);
-      result.logs.push(...outcome.logs);
-      result.handled += outcome.handled;
-      result.processed += outcome.processed;
-      for (const [p, state, res] of outcome.changed) {
-        result.states[p] = state;
-        result.results[p] = res;
-      }
-      if (outcome.fault) {
-        result.stage = 'faulted';
-        result.fault = { message: outcome.fault.message, index: offset + outcome.fault.index, sandboxDisposed: sandbox.disposed };
-        result.error = outcome.fault.message;
-        break;
-      }
-    }
-    return result;
-  } finally {
-    sandbox.dispose();
   }
 }

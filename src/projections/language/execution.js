@@ -1,0 +1,290 @@
+// @ts-check
+// The execution phase (§5, §6, §11): partitions and their states, which handler an event
+// reaches, results, and the batch loop: a batch of events in as one JSON text (wire-format.js),
+// one JSON text out with what it emitted and logged. Changed states stay here until collected
+// (the host collects at its checkpoints), so a state is serialised once per collection, not per event.
+
+import { definition, handlers, partitionFunction, transforms } from './definition-phase.js';
+import { chooseEventObjects, eventObject } from './event-object.js';
+import { fail } from './fail.js';
+import { batch, logs } from './output.js';
+import { stateJson } from './state-json.js';
+import { decodeEvent, wireEvent } from './wire-format.js';
+
+/** @import { QueryFunction } from './definition-phase.js' */
+/** @import { WireEvent } from './wire-format.js' */
+/** @import { BatchOutcome, ChangedPartition } from '../sandbox.js' */
+/** @import { EventUse } from '../event-use.js' */
+
+// Our own copies of the built-ins we rely on: a query that patches JSON or Object in its global
+// scope cannot change what we report.
+const JSON_parse = JSON.parse;
+const JSON_stringify = JSON.stringify;
+const Object_keys = Object.keys;
+const fnToString = Function.prototype.toString;
+
+/**
+ * What the host starts us with, and what we keep of the definition.
+ * @typedef {object} ExecutionConfig
+ * @property {boolean} emitEnabled
+ * @property {EventUse} eventUse
+ * @property {string[]} handlerOrder
+ * @property {boolean} byStream
+ * @property {boolean} byCustomPartitions
+ * @property {boolean} biState
+ */
+
+/** @type {ExecutionConfig} */
+let config;
+/** partition -> state (live objects); the shared state of a bi-state projection is partition ''. @type {Map<string, any>} */
+const states = new Map();
+/** partition -> result JSON text. @type {Map<string, string>} */
+const results = new Map();
+/** partition -> state JSON text (as last reported). @type {Map<string, string | null>} */
+const serialized = new Map();
+/** Partitions changed since the last collection. @type {Set<string>} */
+let touched = new Set();
+/** Every event of a batch is decoded into this one record. */
+const ev = wireEvent();
+
+function initState() {
+  return handlers.$init ? handlers.$init() : {};
+}
+function initShared() {
+  return handlers.$initShared ? handlers.$initShared() : {};
+}
+/** @param {unknown} s */
+function isEmptyState(s) { return s === undefined || s === null; }
+
+/** @type {string | undefined} */
+let lastPartition;
+/**
+ * @param {string} partition
+ * @param {Record<string, unknown> | null} env the event object ($created sees it)
+ */
+function stateOf(partition, env) {
+  let state = states.get(partition);
+  // A partition whose state became null keeps receiving null until another partition was processed.
+  if (isEmptyState(state) && !(state === null && partition === lastPartition)) {
+    state = initState();
+    if (state === undefined) state = {};
+    states.set(partition, state);
+    touched.add(partition);
+    if (handlers.$created) {
+      const arg = config.biState ? [state, sharedState()] : state;
+      handlers.$created(arg, env);
+      if (config.biState) states.set('', arg[1]);
+    }
+  }
+  return states.get(partition);
+}
+function sharedState() {
+  let shared = states.get('');
+  if (isEmptyState(shared)) { shared = initShared(); states.set('', shared); touched.add(''); }
+  return shared;
+}
+
+const SPECIAL_KEYS = new Set(['$init', '$initShared', '$created', '$deleted', '$any']);
+/** @param {string} type */
+function handlerFor(type) {
+  if (!SPECIAL_KEYS.has(type) && handlers[type]) return handlers[type];
+  return handlers.$any || null;
+}
+
+/** The event object partitionBy saw, reused when the partition is ''. @type {Record<string, unknown> | null} */
+let partitionEnvelope = null;
+/**
+ * @param {WireEvent} e
+ * @returns {string | null} the partition, or null when the event is skipped
+ */
+function partitionOf(e) {
+  if (config.byStream) return e.partitionStream === null ? e.streamId : e.partitionStream;
+  if (config.byCustomPartitions) {
+    const key = /** @type {QueryFunction} */ (partitionFunction)(partitionEnvelope = eventObject(e, ''));
+    if (typeof key === 'string') return key;
+    if (typeof key === 'number') return String(key);
+    return null;
+  }
+  return '';
+}
+
+/**
+ * @param {WireEvent} e
+ * @returns {boolean} whether a handler (or the no-handler rule) handled it
+ */
+function handleOne(e) {
+  batch.current = e;
+  if (e.deletedPartition !== null) {
+    if (!handlers.$deleted) return false;
+    const partition = e.deletedPartition;
+    const state = stateOf(partition, null);
+    handlers.$deleted(state, null, partition, false);
+    touched.add(partition);
+    return true;
+  }
+  const handler = handlerFor(e.eventType);
+  const noHandlers = config.handlerOrder.length === 0;
+  if (!handler && !noHandlers) return false;
+  const partition = partitionOf(e);
+  if (partition === null) return false;
+  const env = partition === '' && partitionEnvelope !== null ? partitionEnvelope : eventObject(e, partition);
+  partitionEnvelope = null;
+  if (noHandlers) {
+    states.set(partition, env.bodyRaw); // the raw text, kept as it was written
+    touched.add(partition);
+    return true;
+  }
+  const state = stateOf(partition, env);
+  if (config.biState) {
+    const pair = [state, sharedState()];
+    const r = handler(pair, env);
+    const next = r === undefined ? pair : r;
+    if (!Array.isArray(next)) fail('A bi-state handler must return [state, sharedState]');
+    states.set(partition, next[0]);
+    states.set('', next[1]);
+    touched.add('');
+  } else {
+    const r = handler(state, env);
+    if (r !== undefined) states.set(partition, r);
+  }
+  touched.add(partition);
+  lastPartition = partition;
+  return true;
+}
+
+/**
+ * The result of a partition: its state through the transforms (a bi-state one with the shared state).
+ * @param {string} partition
+ * @returns {string | null}
+ */
+function resultOf(partition) {
+  let value = states.get(partition);
+  if (config.biState) value = [value, states.get('')];
+  for (const t of transforms) {
+    if (value === null || value === undefined) return null;
+    if (t.kind === 'transform') value = t.fn(value);
+    else if (t.fn(value) !== true) return null;
+  }
+  return value === null || value === undefined ? null : stateJson(value, 0);
+}
+
+/**
+ * Switches to the execution phase with the stored partition states.
+ * @param {string} configJson `{ emitEnabled, eventUse }`
+ * @param {string} statesJson `{ partition: [state JSON | null, result JSON | null] }`
+ * @returns {string} `{ plainEvents }`: whether handlers get plain event objects (event-object.js)
+ */
+export function startExecution(configJson, statesJson) {
+  config = JSON.parse(configJson);
+  config.handlerOrder = definition.handlerOrder;
+  config.byStream = definition.byStream;
+  config.byCustomPartitions = definition.byCustomPartitions;
+  config.biState = definition.biState;
+  batch.emitEnabled = config.emitEnabled;
+  const stored = JSON.parse(statesJson);
+  for (const p of Object.keys(stored)) {
+    const [state, result] = stored[p];
+    states.set(p, state === null ? null : JSON.parse(state));
+    serialized.set(p, state);
+    if (result !== null) results.set(p, result);
+  }
+  const use = config.eventUse;
+  const plainEvents = !use.escapes && handlersAreKnown(use);
+  chooseEventObjects(plainEvents, use.reads);
+  return JSON_stringify({ plainEvents });
+}
+
+/**
+ * Every function that receives event objects is one the host analysed (not a built-in or bound function).
+ * @param {EventUse} use
+ */
+function handlersAreKnown(use) {
+  const known = (/** @type {QueryFunction} */ fn, /** @type {string[]} */ texts) => {
+    try { return texts.indexOf(fnToString.call(fn)) >= 0; } catch (err) { return false; }
+  };
+  for (const key of Object_keys(handlers)) {
+    if (key === '$init' || key === '$initShared' || key === '$deleted') continue;
+    if (!known(handlers[key], use.functions)) return false;
+  }
+  return partitionFunction === null || known(partitionFunction, use.partitionFunctions);
+}
+
+/**
+ * Serialises the partitions touched since the last collection; reports those whose state changed.
+ * @returns {ChangedPartition[]}
+ */
+function collectChanges() {
+  /** @type {ChangedPartition[]} */
+  const changed = [];
+  for (const p of touched) {
+    const s = states.get(p);
+    const text = s === null || s === undefined ? null : typeof s === 'string' ? s : stateJson(s, 0);
+    if (text === serialized.get(p)) continue;
+    serialized.set(p, text);
+    const result = definition.producesResults ? resultOf(p) : text;
+    const previous = results.has(p) ? results.get(p) : null;
+    if (result !== null) results.set(p, result); else results.delete(p);
+    changed.push([p, text, result, result !== previous]);
+  }
+  touched = new Set();
+  return changed;
+}
+
+/**
+ * One batch: events in, one result out. Stops at the first failing event. With collect set,
+ * the changed partitions are serialised now; otherwise they wait for collectJson (checkpoints).
+ * @param {string} batchJson
+ * @param {boolean} collect
+ * @returns {string} the BatchOutcome as JSON
+ */
+export function processBatch(batchJson, collect) {
+  const a = JSON_parse(batchJson);
+  const end = a.length - 1;
+  const strings = a[end];
+  /** @type {BatchOutcome} */
+  const out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null };
+  logs.length = 0;
+  const emitted = out.emitted;
+  batch.emitted = emitted;
+  for (let i = 0, n = 0; i < end; n++) {
+    const emittedBefore = emitted.length;
+    try {
+      i = decodeEvent(a, i, strings, ev);
+      if (handleOne(ev)) out.handled++;
+      out.processed = n + 1;
+    } catch (thrown) {
+      const err = /** @type {any} */ (thrown);
+      emitted.length = emittedBefore; // what the failing event emitted is not kept
+      out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: n };
+      break;
+    }
+  }
+  if (collect) {
+    try {
+      out.changed = collectChanges();
+    } catch (thrown) {
+      const err = /** @type {any} */ (thrown);
+      if (!out.fault) out.fault = { message: String(err && err.message || err), index: Math.max(out.processed - 1, 0) };
+    }
+  }
+  out.logs = logs.slice();
+  out.touched = touched.size;
+  return JSON_stringify(out);
+}
+
+/** @returns {string} the partitions changed since the last collection (ChangedPartition[]) as JSON */
+export function collectJson() {
+  return JSON_stringify(collectChanges());
+}
+
+/**
+ * The live [state, result] of one partition, serialised now.
+ * @param {string} p
+ * @returns {string}
+ */
+export function partitionJson(p) {
+  const s = states.get(p);
+  if (s === null || s === undefined) return JSON.stringify([null, null]);
+  const text = typeof s === 'string' ? s : stateJson(s, 0);
+  return JSON.stringify([text, definition.producesResults ? resultOf(p) : text]);
+}
