@@ -93,7 +93,8 @@ export class JsEngine implements Engine {
  * fields it never reads stay out; emitting needs the id ($causedBy) and metadata ($correlationId).
  */
 function deliveryFor(use: EventUse, plainEvents: boolean, rawBody: boolean, emitEnabled: boolean): Delivery {
-  if (!plainEvents) return { ...FULL_DELIVERY, rawBody };
+  // Event objects escape: they are complete, as the reference describes them, bodyRaw the exact text included.
+  if (!plainEvents) return { ...FULL_DELIVERY, rawBody: true };
   const reads = new Set(use.reads);
   return {
     body: rawBody || reads.has('body') || reads.has('data'),
