@@ -751,7 +751,7 @@ describe('results (§11)', () => {
     const r = await run(`fromAll().when({ $any: function (s) { s.n = (s.n || 0) + 1; } }).outputState()`, [ev('A'), ev('A')]);
     expect(r.definition?.producesResults).toBe(true);
     expect(r.results['']).toBe('{"n":2}');
-    expect(r.changes[0]).toEqual([['', '{"n":2}', '{"n":2}', true]]);
+    expect(r.changes.at(-1)).toEqual([['', '{"n":2}', '{"n":2}', true]]);
   });
 
   it('transformBy(f): the result is f(state); an unchanged result is flagged as not changed', async () => {

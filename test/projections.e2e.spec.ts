@@ -406,7 +406,7 @@ describe('modes', () => {
     expect(await res.text()).toContain('Projection name is required');
   });
 
-  it('transient runs and is readable, but is not registered and leaves no stream behind (even when deleted)', async () => {
+  it('transient runs and is readable, writes its result stream (one Result per partition, then $Eof), and leaves nothing else behind (even when deleted)', async () => {
     const name = uniq('tr');
     const stream = uniq('tr-src');
     await appendOk(stream, [newEvent('Tick'), newEvent('Tick')]);
@@ -431,9 +431,21 @@ describe('modes', () => {
     const nonTransient = (await (await http(t, '/projections/all-non-transient')).json()).projections.map((x: any) => x.name);
     expect(nonTransient).not.toContain(name);
 
-    const leftovers = () => readAll().then((all) => all.filter((e) =>
+    // Its result stream, as a query's (§15): with handlers, one Result per partition at the end, then $Eof.
+    const results = await eventually(async () => {
+      const list = await events(`$projections-${name}-result`);
+      expect(list.at(-1)?.eventType).toBe('$Eof');
+      return list;
+    });
+    expect(results.map((e) => [e.eventType, e.body ?? null])).toEqual([['Result', { n: 2 }], ['$Eof', null]]);
+    expect(results[0].metadata.partition).toBe('k');
+    // The one that tried to emit faulted at its first event: it wrote nothing, not even $Eof.
+    expect((await stats(emitting)).status).toMatch(/^Faulted/);
+    expect(await readStream(`$projections-${emitting}-result`)).toBe(404);
+    const resultStreams = [`$projections-${name}-result`, `$projections-${emitting}-result`];
+    const leftovers = () => readAll().then((all) => all.filter((e) => !resultStreams.includes(e.streamId) && (
       e.streamId.includes(name) || e.streamId.includes(emitting) || e.streamId.includes(target)
-      || (e.data ?? '').includes(name) || (e.data ?? '').includes(emitting)));
+      || (e.data ?? '').includes(name) || (e.data ?? '').includes(emitting))));
     expect(await leftovers()).toEqual([]);
     expect(await readStream(target)).toBe(404);
 

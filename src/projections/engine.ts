@@ -5,6 +5,7 @@ import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, typ
 import { definitionProblem, needsRawBody } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
 import type { Selected } from './source.js';
+import type { ProjectionMode } from './model.js';
 
 // What runs a projection's handlers over the events its source selected: the sandboxed
 // JavaScript engine for user queries, or a native engine for the trusted system projections.
@@ -44,14 +45,15 @@ export class JsEngine implements Engine {
     this.encoder = new BatchEncoder(delivery);
   }
 
-  static async create(query: string, limits: EngineLimits, emitEnabled: boolean,
+  static async create(query: string, limits: EngineLimits, run: { emitEnabled: boolean; mode: ProjectionMode },
     stored: Record<string, [string | null, string | null]>): Promise<JsEngine> {
     const sandbox = await Sandbox.create(query, limits);
     try {
       const problem = definitionProblem(sandbox.definition);
       if (problem) throw new DefinitionError(problem, sandbox.definition);
-      const { plainEvents } = await sandbox.start({ emitEnabled }, stored);
-      const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), emitEnabled);
+      const resultsPerEvent = writesRunningResults(sandbox.definition, run.mode);
+      const { plainEvents } = await sandbox.start({ emitEnabled: run.emitEnabled, resultsPerEvent }, stored);
+      const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), run.emitEnabled);
       return new JsEngine(sandbox, delivery, plainEvents);
     } catch (err) {
       sandbox.dispose();
@@ -92,6 +94,14 @@ export class JsEngine implements Engine {
  * What crosses per event. With plain event objects (the query only reads fields by name) the
  * fields it never reads stay out; emitting needs the id ($causedBy) and metadata ($correlationId).
  */
+/**
+ * §15: a continuous projection writes a result for each change; a query (one-time, transient)
+ * writes running results only when it has no handlers, and otherwise one per partition at the end.
+ */
+export function writesRunningResults(definition: SourceDefinition, mode: ProjectionMode): boolean {
+  return definition.producesResults && (mode === 'Continuous' || definition.handlerOrder.length === 0);
+}
+
 function deliveryFor(use: EventUse, plainEvents: boolean, rawBody: boolean, emitEnabled: boolean): Delivery {
   // Event objects escape: they are complete, as the reference describes them, bodyRaw the exact text included.
   if (!plainEvents) return { ...FULL_DELIVERY, rawBody: true };

@@ -82,7 +82,7 @@ export class ProjectionManager {
   private projection(persisted: PersistedProjection, id: number): Projection {
     const projection: Projection = new Projection(persisted, id, this.store, this.log, this.options, (other) => this.isLive(other),
       (p, limits, stored) => (p.handlerType === 'JS'
-        ? JsEngine.create(p.query, limits, p.config.emitEnabled, stored)
+        ? JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode }, stored)
         : Promise.resolve(new NativeEngine(p.handlerType, p.query))),
       (reason) => this.keepFault(projection, reason));
     return projection;

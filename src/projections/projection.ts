@@ -97,7 +97,8 @@ export class Projection {
   private lastLiveReadAt = 0;
   // Since the last checkpoint:
   private pendingEmits: EmittedEvent[] = [];
-  private pendingResults = new Map<string, string | null>();
+  /** Result changes since the last checkpoint, one per change in event order: [partition, result JSON | null]. */
+  private pendingResults: [string, string | null][] = [];
   private changedPartitions = new Set<string>();
   private newPartitions: string[] = [];
   private handledSinceCheckpoint = 0;
@@ -139,7 +140,7 @@ export class Projection {
 
   /** Emitted and result events waiting for the next checkpoint (the one after the write in flight, if any). */
   get writePendingEventsAfterCheckpoint(): number {
-    return this.pendingEmits.length + this.pendingResults.size;
+    return this.pendingEmits.length + this.pendingResults.length;
   }
 
   get partitionsCached(): number {
@@ -208,7 +209,7 @@ export class Projection {
     this.position = 0;
     this.lastCheckpointPosition = -1;
     this.pendingEmits = [];
-    this.pendingResults.clear();
+    this.pendingResults = [];
     this.changedPartitions.clear();
     this.newPartitions = [];
     this.handledSinceCheckpoint = 0;
@@ -344,14 +345,11 @@ export class Projection {
     if (!this.engine || this.engine.disposed) return;
     const changed = await this.engine.collect();
     this.partitionsTouched = 0;
-    for (const [partition, state, result, resultChanged] of changed) {
+    for (const [partition, state, result] of changed) {
       this.checkStateSize(partition, state, result);
       if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
       this.partitions.set(partition, { state, result });
       this.changedPartitions.add(partition);
-      if (resultChanged && this.definition!.producesResults && this.persisted.mode === 'Continuous') {
-        this.pendingResults.set(partition, result);
-      }
     }
   }
 
@@ -376,12 +374,12 @@ export class Projection {
   private checkpointDue(caughtUp: boolean): boolean {
     if (!this.checkpoints) return false;
     const config = this.persisted.config;
-    if (this.pendingEmits.length >= MAX_EMITS_PER_CHECKPOINT || this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
+    const pendingWrites = this.pendingEmits.length + this.pendingResults.length;
+    if (pendingWrites >= MAX_EMITS_PER_CHECKPOINT || this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
     if (this.pendingEmits.length >= config.maxWriteBatchLength && this.longestEmittedWrite() >= config.maxWriteBatchLength) return true;
     const since = Date.now() - this.lastCheckpointAt;
     if (since < config.checkpointAfterMs) return false;
-    const visibleWrites = this.pendingEmits.length > 0 || (this.definition!.producesResults && this.touchedSinceCheckpoint);
-    if (visibleWrites) return true;
+    if (pendingWrites > 0) return true; // emitted events and results become visible with a checkpoint
     if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return true;
     if (this.unhandledBytes > config.checkpointUnhandledBytesThreshold) return true;
     // Beyond the reference: states changed and the log went quiet, so save them now.
@@ -429,8 +427,12 @@ export class Projection {
     if (outcome.handled > 0) this.touchedSinceCheckpoint = true;
     for (const line of outcome.logs) this.log.debug({ projection: this.name }, line);
     for (const reason of outcome.skipped ?? []) this.skip(reason);
-    // One handler may emit any number of events: never spread them into a call's arguments.
-    if (this.checkpoints || this.persisted.mode === 'OneTime') for (const e of outcome.emitted) this.pendingEmits.push(e);
+    // What a query (one-time, transient) writes waits for its end when it has no checkpoints.
+    if (this.checkpoints || this.persisted.mode !== 'Continuous') {
+      // One handler may emit any number of events: never spread them into a call's arguments.
+      for (const e of outcome.emitted) this.pendingEmits.push(e);
+      for (const r of outcome.results ?? []) this.pendingResults.push(r);
+    }
   }
 
   private skip(reason: string): void {
@@ -478,9 +480,9 @@ export class Projection {
     const root = this.partitions.get('');
     const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
     writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
-    const visibleEvents = this.pendingEmits.length + this.pendingResults.size;
+    const visibleEvents = this.pendingEmits.length + this.pendingResults.length;
     this.pendingEmits = [];
-    this.pendingResults.clear();
+    this.pendingResults = [];
     this.changedPartitions.clear();
     this.newPartitions = [];
     this.handledSinceCheckpoint = 0;
@@ -520,6 +522,7 @@ export class Projection {
     }
   }
 
+  /** One Result (or ResultRemoved) per change, in event order; a partition's also linked from the main result stream. */
   private addResults(writes: WriteSet, tagMeta: Record<string, unknown>): void {
     const main = this.resultStreamName;
     for (const [partition, result] of this.pendingResults) {
@@ -574,23 +577,31 @@ export class Projection {
   private async complete(): Promise<void> {
     await this.writing;
     await this.collect();
-    if (this.persisted.mode === 'OneTime') {
-      const writes = new WriteSet(this.store);
-      const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
-      this.addEmits(writes, tagMeta);
-      const main = this.resultStreamName;
-      this.claim(writes, main);
-      for (const [partition, v] of this.partitions) {
-        if (v.result !== null) writes.add(main, event(EVENT.result, v.result, true, { ...tagMeta, ...(partition ? { partition } : {}) }));
-      }
-      writes.add(main, event(EVENT.eof, '', false, tagMeta));
-      if (this.checkpoints) {
+    const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
+    const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
+    this.addEmits(writes, tagMeta);
+    const main = this.resultStreamName;
+    if (this.definition!.producesResults) {
+      if (this.definition!.handlerOrder.length === 0) this.addResults(writes, tagMeta); // results while running; the end adds only $Eof
+      else {
+        // With handlers, phase 2: one Result per partition, in order of first appearance, root first.
+        this.claim(writes, main);
         const root = this.partitions.get('');
-        writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
+        const ordered = root ? [['', root] as const, ...[...this.partitions].filter(([p]) => p !== '')] : [...this.partitions];
+        for (const [partition, v] of ordered) {
+          if (v.result !== null) writes.add(main, event(EVENT.result, v.result, true, { ...tagMeta, ...(partition ? { partition } : {}) }));
+        }
       }
-      await this.store.transact(writes.toStreamWrites());
-      this.pendingEmits = [];
     }
+    this.claim(writes, main);
+    writes.add(main, event(EVENT.eof, '', false, tagMeta));
+    if (this.checkpoints) {
+      const root = this.partitions.get('');
+      writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
+    }
+    await this.store.transact(writes.toStreamWrites());
+    this.pendingEmits = [];
+    this.pendingResults = [];
     this.lastCheckpointPosition = this.position;
     this.status = 'Completed';
     this.release();

@@ -31,6 +31,8 @@ export interface BatchOutcome {
   fault: { message: string; index: number } | null;
   /** Events a system projection skipped, with the store's reason (none for sandboxed projections). */
   skipped?: string[];
+  /** Results per event (§11), in event order: [partition, result JSON, or null when it became null]. */
+  results?: [string, string | null][];
 }
 
 export interface SandboxLimits {
@@ -123,7 +125,7 @@ export class Sandbox {
    * Switches to the execution phase with the stored partition states ({partition: [state, result]}).
    * `plainEvents`: handlers get unfrozen event objects with only the fields they read (see event-use.ts).
    */
-  async start(config: { emitEnabled: boolean }, states: Record<string, [string | null, string | null]>): Promise<{ plainEvents: boolean }> {
+  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean }, states: Record<string, [string | null, string | null]>): Promise<{ plainEvents: boolean }> {
     const text = await this.entry.start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
     return JSON.parse(text) as { plainEvents: boolean };

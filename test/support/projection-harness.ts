@@ -63,8 +63,9 @@ export interface RunOptions {
   timeoutMs?: number;
   /**
    * With checkpoints (the default) the projection checkpoints, and so collects the changed
-   * partitions, after each batch that leaves results or emitted events to write (its
-   * checkpointAfterMs is 0). Without, it collects them once, at the end.
+   * partitions, after each batch whose events were all handled (its checkpointHandledThreshold
+   * is the batch size, 1 unless given, and checkpointAfterMs 0). Without, it collects them once,
+   * at the end.
    */
   checkpoints?: boolean;
 }
@@ -160,7 +161,7 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
   let engine: RecordingEngine | undefined;
   let startError: unknown;
   const projection = newProjection(store, {
-    ...persisted(source, 'OneTime', { emitEnabled: opts.emitEnabled ?? false, checkpointAfterMs: 0 }),
+    ...persisted(source, 'OneTime', { emitEnabled: opts.emitEnabled ?? false, checkpointAfterMs: 0, checkpointHandledThreshold: opts.batchSize ?? 1 }),
     checkpointsEnabled: opts.checkpoints ?? true,
   }, opts, async (p, limits, stored) => {
     for (const [partition, [state, res]] of Object.entries(stored)) {
@@ -168,7 +169,7 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
       result.results[partition] = res;
     }
     try {
-      engine = new RecordingEngine(await JsEngine.create(p.query, limits, p.config.emitEnabled, stored), opts.batchSize);
+      engine = new RecordingEngine(await JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode }, stored), opts.batchSize);
       return engine;
     } catch (err) {
       startError = err;
@@ -325,7 +326,7 @@ async function leaveCheckpoint(store: Store, states: Record<string, string | nul
   }
   const end = store.headPosition;
   const seed = newProjection(store, persisted(SEED_QUERY, 'Continuous', {}), {}, (p, limits, stored) =>
-    JsEngine.create(p.query, limits, p.config.emitEnabled, stored));
+    JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode }, stored));
   await seed.start();
   await until(() => seed.position >= end || seed.status === 'Faulted');
   await seed.stop(true);

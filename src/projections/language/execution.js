@@ -32,6 +32,7 @@ const fnToString = Function.prototype.toString;
  * @property {boolean} byStream
  * @property {boolean} byCustomPartitions
  * @property {boolean} biState
+ * @property {boolean} resultsPerEvent each event's result change is reported with its batch (§11), not only at collection
  */
 
 /** @type {ExecutionConfig} */
@@ -44,6 +45,10 @@ const results = new Map();
 const serialized = new Map();
 /** Partitions changed since the last collection. @type {Set<string>} */
 let touched = new Set();
+/** partition -> state JSON text right after its last handler (results per event). @type {Map<string, string | null>} */
+const afterHandler = new Map();
+/** The partition the last handled event changed. @type {string} */
+let handledPartition = '';
 /** Every event of a batch is decoded into this one record. */
 const ev = wireEvent();
 
@@ -73,7 +78,11 @@ function stateOf(partition, env) {
     if (handlers.$created) {
       const arg = config.biState ? [state, sharedState()] : state;
       handlers.$created(arg, env);
-      if (config.biState) states.set('', arg[1]);
+      if (config.biState) {
+        // What $created did to the pair it received counts (st[0] = null leaves the state null).
+        states.set(partition, arg[0]);
+        states.set('', arg[1]);
+      }
     }
   }
   return states.get(partition);
@@ -120,6 +129,7 @@ function handleOne(e) {
     const state = stateOf(partition, null);
     handlers.$deleted(state, null, partition, false);
     touched.add(partition);
+    handledPartition = partition;
     return true;
   }
   const handler = handlerFor(e.eventType);
@@ -129,6 +139,7 @@ function handleOne(e) {
   if (partition === null) return false;
   const env = partition === '' && partitionEnvelope !== null ? partitionEnvelope : eventObject(e, partition);
   partitionEnvelope = null;
+  handledPartition = partition;
   if (noHandlers) {
     states.set(partition, env.bodyRaw); // the raw text, kept as it was written
     touched.add(partition);
@@ -158,8 +169,22 @@ function handleOne(e) {
  * @returns {string | null}
  */
 function resultOf(partition) {
-  let value = states.get(partition);
-  if (config.biState) value = [value, states.get('')];
+  return resultFrom(states.get(partition), states.get(''));
+}
+
+/**
+ * The result of a state value: through the transforms, which may change what they are given. The
+ * raw body kept as the state of a query without handlers is its JSON value.
+ * @param {any} state
+ * @param {any} shared the shared state, for a bi-state query
+ * @returns {string | null}
+ */
+function resultFrom(state, shared) {
+  let value = state;
+  if (typeof value === 'string' && config.handlerOrder.length === 0) {
+    try { value = JSON_parse(value); } catch (err) { /* not JSON: the text itself */ }
+  }
+  if (config.biState) value = [value, shared];
   for (const t of transforms) {
     if (value === null || value === undefined) return null;
     if (t.kind === 'transform') value = t.fn(value);
@@ -186,6 +211,7 @@ export function startExecution(configJson, statesJson) {
     const [state, result] = stored[p];
     states.set(p, state === null ? null : JSON.parse(state));
     serialized.set(p, state);
+    afterHandler.set(p, state);
     if (result !== null) results.set(p, result);
   }
   const use = config.eventUse;
@@ -221,13 +247,51 @@ function collectChanges() {
     const text = s === null || s === undefined ? null : typeof s === 'string' ? s : stateJson(s, 0);
     if (text === serialized.get(p)) continue;
     serialized.set(p, text);
-    const result = definition.producesResults ? resultOf(p) : text;
+    if (config.resultsPerEvent) {
+      // Reported event by event already (noteResult): the collection carries the latest.
+      changed.push([p, text, results.has(p) ? /** @type {string} */ (results.get(p)) : null, false]);
+      continue;
+    }
+    // Computed from a copy of the state: collecting never changes what the next event sees.
+    const result = definition.producesResults ? resultOfText(p, text) : text;
     const previous = results.has(p) ? results.get(p) : null;
     if (result !== null) results.set(p, result); else results.delete(p);
     changed.push([p, text, result, result !== previous]);
   }
   touched = new Set();
   return changed;
+}
+
+/**
+ * The result of a partition from its serialised state, on a copy (the live state is not touched).
+ * @param {string} partition
+ * @param {string | null} text
+ * @returns {string | null}
+ */
+function resultOfText(partition, text) {
+  if (text === null) return null;
+  const copy = typeof states.get(partition) === 'string' ? text : JSON_parse(text);
+  const shared = config.biState ? states.get('') : undefined;
+  return resultFrom(copy, shared === undefined || shared === null ? shared : JSON_parse(stateJson(shared, 0)));
+}
+
+/**
+ * Results per event (§11): after an event changed its partition's serialised state, the result is
+ * computed on the live state (a transform that changes its argument changes what the partition's
+ * next event sees, as in the reference) and reported when it differs from the last one.
+ * @param {string} partition
+ * @param {[string, string | null][]} out
+ */
+function noteResult(partition, out) {
+  const s = states.get(partition);
+  const text = s === null || s === undefined ? null : typeof s === 'string' ? s : stateJson(s, 0);
+  if (afterHandler.has(partition) && afterHandler.get(partition) === text) return;
+  afterHandler.set(partition, text);
+  const result = text === null ? null : resultOf(partition);
+  const previous = results.has(partition) ? results.get(partition) : null;
+  if (result === previous) return;
+  if (result !== null) results.set(partition, result); else results.delete(partition);
+  out.push([partition, result]);
 }
 
 /**
@@ -242,19 +306,25 @@ export function processBatch(batchJson, collect) {
   const end = a.length - 1;
   const strings = a[end];
   /** @type {BatchOutcome} */
-  const out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null };
+  const out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null, results: [] };
+  const resultsOut = /** @type {[string, string | null][]} */ (out.results);
   logs.length = 0;
   const emitted = out.emitted;
   batch.emitted = emitted;
   for (let i = 0, n = 0; i < end; n++) {
     const emittedBefore = emitted.length;
+    const resultsBefore = resultsOut.length;
     try {
       i = decodeEvent(a, i, strings, ev);
-      if (handleOne(ev)) out.handled++;
+      if (handleOne(ev)) {
+        out.handled++;
+        if (config.resultsPerEvent) noteResult(handledPartition, resultsOut);
+      }
       out.processed = n + 1;
     } catch (thrown) {
       const err = /** @type {any} */ (thrown);
       emitted.length = emittedBefore; // what the failing event emitted is not kept
+      resultsOut.length = resultsBefore;
       out.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: n };
       break;
     }
@@ -283,8 +353,12 @@ export function collectJson() {
  * @returns {string}
  */
 export function partitionJson(p) {
+  if (config.resultsPerEvent && afterHandler.has(p)) {
+    // The state as serialised after the handler (before the transforms ran on it), and its result.
+    return JSON.stringify([afterHandler.get(p), results.has(p) ? results.get(p) : null]);
+  }
   const s = states.get(p);
   if (s === null || s === undefined) return JSON.stringify([null, null]);
   const text = typeof s === 'string' ? s : stateJson(s, 0);
-  return JSON.stringify([text, definition.producesResults ? resultOf(p) : text]);
+  return JSON.stringify([text, definition.producesResults ? resultOfText(p, text) : text]);
 }
