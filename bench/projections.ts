@@ -99,6 +99,31 @@ async function catchUp(manager: ProjectionManager, store: Store): Promise<{ perS
   return { perSecond, projection };
 }
 
+/** A results-producing projection over the same events: every event changes its partition's result. */
+const RESULTS_QUERY = `fromAll().partitionBy(e => e.streamId).when({
+  $init: () => ({ count: 0, sum: 0 }),
+  Added: (s, e) => { s.count++; s.sum += e.body.v; },
+}).transformBy(s => ({ count: s.count, average: s.sum / s.count }))`;
+
+/** Catch-up of the results projection; its Result events (each with its link in the main result stream) per second. */
+async function resultsCatchUp(manager: ProjectionManager, store: Store): Promise<{ perSecond: number; results: number; resultsPerSecond: number }> {
+  const head = store.headPosition;
+  const started = performance.now();
+  const projection = await manager.create({
+    name: 'bench-results', mode: 'Continuous', query: RESULTS_QUERY, enabled: true, emit: false, checkpoints: true,
+    trackEmittedStreams: false, runAs: null,
+  });
+  // Caught up once it read the log as it was and wrote every result it owes.
+  await waitUntil(() => projection.status === 'Faulted'
+    || (projection.position >= head && projection.writePendingEventsAfterCheckpoint === 0 && projection.writesInProgress === 0), 1_800_000);
+  if (projection.status === 'Faulted') throw new Error(projection.stateReason);
+  const seconds = (performance.now() - started) / 1000;
+  const results = (store.streamInfo('$projections-bench-results-result')?.lastEventNumber ?? -1) + 1;
+  if (results !== EVENTS) throw new Error(`the results projection wrote ${results} results for ${EVENTS} events`);
+  await manager.disable('bench-results');
+  return { perSecond: EVENTS / seconds, results, resultsPerSecond: results / seconds };
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
@@ -209,6 +234,7 @@ async function main(): Promise<void> {
       await manager.stop();
       return;
     }
+    const results = process.env.BENCH_PROJECTION_SKIP_RESULTS ? undefined : await resultsCatchUp(manager, store);
     const lag = await liveLag(store, projection);
     await manager.stop();
     await store.close();
@@ -223,6 +249,10 @@ async function main(): Promise<void> {
       ['ratio to the ceiling', ratio.toFixed(2), `≥ ${TARGET_RATIO}`, ratio >= TARGET_RATIO ? 'PASS' : 'MISS'],
       [`live lag at ${LIVE_RATE}/s (${lag.samples} appends)`, `p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms`, 'reported', ''],
     ];
+    if (results) {
+      rows.push(['catch-up with results (transformBy, a Result per event)', `${Math.round(results.perSecond).toLocaleString('en-US')} events/s`, 'reported', '']);
+      rows.push(['result events written (each with its link)', `${Math.round(results.resultsPerSecond).toLocaleString('en-US')} results/s (${results.results.toLocaleString('en-US')})`, 'reported', '']);
+    }
     if (system) {
       rows.push(['$by_category + $by_event_type + $streams catching up together', `${Math.round(system.perSecond).toLocaleString('en-US')} events/s`, 'reported', '']);
       rows.push([`append latency during that catch-up (${system.appends} appends)`, `p50 ${system.p50.toFixed(1)} ms, p99 ${system.p99.toFixed(1)} ms`, 'p99 ≤ 20 ms', system.p99 <= 20 ? 'PASS' : 'MISS']);
