@@ -3,12 +3,11 @@ import type { ResolvedEvent } from '../store/index.js';
 import { badRequest } from './errors.js';
 import { booleanHeader, integerHeader } from './headers.js';
 import { FEED_TYPES, MEDIA, negotiate } from './media.js';
-import { EMPTY_UPDATED, formatUpdated, link, type FeedModel, type Link } from './atom.js';
+import { EMPTY_UPDATED, formatUpdated, link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { applyCaching, type Cacheability } from './caching.js';
 import { baseUrl, formatAllPosition, parseAllPosition, streamUrl } from './urls.js';
 import { requireAccess, requireAuthenticated, type ApiContext } from './context.js';
 import { ALL_STREAM } from '../auth/access.js';
-import { sendFeed } from './streams-read.js';
 
 // GET /streams/$all: the whole log by position, for authenticated users the $all ACL admits.
 

@@ -7,7 +7,7 @@ import { ApiError, badRequest } from './errors.js';
 import { booleanHeader, integerHeader } from './headers.js';
 import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
 import {
-  contentOf, EMPTY_UPDATED, entryJson, entryXml, feedJsonText, feedXml, formatUpdated, link, parseEmbed, RawJson, simpleXml,
+  contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, RawJson, sendFeed, simpleXml,
   type FeedModel, type Link,
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
@@ -34,15 +34,6 @@ function parseEventNumber(text: string): number {
   const n = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n)) throw badRequest(`'${text}' is not valid event number`);
   return n;
-}
-
-/** Sends a feed page in the negotiated representation. */
-export function sendFeed(reply: FastifyReply, base: string, mediaType: string, feed: FeedModel, req: FastifyRequest): FastifyReply {
-  if (mediaType === MEDIA.atomXml || mediaType.endsWith('xml')) {
-    return reply.type(`${mediaType}; charset=utf-8`).send(feedXml(base, feed));
-  }
-  const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
-  return reply.type(`${mediaType}; charset=utf-8`).send(feedJsonText(base, feed, embed));
 }
 
 function newestUpdated(entries: ResolvedEvent[]): string {

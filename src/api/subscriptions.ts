@@ -5,14 +5,13 @@ import { isOps } from '../auth/principal.js';
 import type { PersistentGroup, NackAction } from '../subscriptions/group.js';
 import { SubscriptionError } from '../subscriptions/service.js';
 import { settingsFromBody, settingsJson, SettingsError, type GroupSettings } from '../subscriptions/settings.js';
-import { link, type FeedModel, type Link } from './atom.js';
+import { link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { ApiError, badRequest } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { integerHeader } from './headers.js';
 import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
-import { sendFeed } from './streams-read.js';
 
 // The persistent subscriptions API: group management (ops), listings and info (authenticated),
 // and the competing-consumer message feed with ack and nack (read access to the stream).
