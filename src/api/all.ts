@@ -1,12 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ResolvedEvent } from '../store/index.js';
 import { badRequest } from './errors.js';
-import { booleanHeader, integerHeader } from './headers.js';
+import { booleanHeader } from './headers.js';
 import { FEED_TYPES, MEDIA, negotiate } from './media.js';
 import { EMPTY_UPDATED, formatUpdated, link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { applyCaching, type Cacheability } from './caching.js';
 import { baseUrl, formatAllPosition, parseAllPosition, streamUrl } from './urls.js';
-import { requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import type { ApiContext } from './context.js';
+import { requireAccess, requireAuthenticated } from './guards.js';
+import { longPollMs, readWithLongPoll } from './long-poll.js';
 import { ALL_STREAM } from '../auth/access.js';
 
 // GET /streams/$all: the whole log by position, for authenticated users the $all ACL admits.
@@ -16,7 +18,7 @@ export interface AllRequest { position: string; count: number; direction: 'backw
 const ZEROS = formatAllPosition(0);
 
 export async function readAll(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: AllRequest) {
-  requireAuthenticated(req);
+  await requireAuthenticated(req);
   requireAccess(ctx, req, 'r', ALL_STREAM);
   let mediaType = negotiate(req, FEED_TYPES);
   if (mediaType === MEDIA.streamDescK || mediaType === MEDIA.streamDescL) mediaType = MEDIA.json;
@@ -29,14 +31,8 @@ export async function readAll(ctx: ApiContext, req: FastifyRequest, reply: Fasti
   const read = () => r.direction === 'backward'
     ? ctx.store.readAllBackward(position, r.count)
     : ctx.store.readAllForward(position, r.count);
-  let page = read();
-  const longPoll = r.direction === 'forward' ? integerHeader(req, 'LongPoll') : undefined;
-  if (longPoll && longPoll > 0 && page.records.length === 0) {
-    const abort = new AbortController();
-    req.raw.once('close', () => abort.abort());
-    await ctx.store.bus.waitFor(() => true, longPoll * 1000, abort.signal);
-    page = read();
-  }
+  const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
+    (p) => p.records.length === 0, () => true);
 
   const headPosition = ctx.store.headPosition;
   const immutable = r.direction === 'backward' ? !head : page.records.length === r.count;

@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isOps, type Principal } from '../auth/principal.js';
 import type { ProjectionManager } from '../projections/manager.js';
 import type { Projection } from '../projections/projection.js';
 import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
 import { ApiError, badRequest } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
-import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import { inEverySpelling } from './header-spellings.js';
+import { principalOf, type ApiContext } from './context.js';
+import { requireAccess, requireAuthenticated, requireOpsForProjections } from './guards.js';
+import { sendJson } from './reply.js';
 import { parseReadEventsRequest, readEvents } from '../projections/read-events.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
@@ -27,16 +29,6 @@ function source(req: FastifyRequest): string {
   if (!req.headers['content-type'] && !Buffer.isBuffer(req.body)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
   // The body is the query text, raw: clients send it form-encoded, and it must not be decoded.
   return Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-}
-
-function requireOps(req: FastifyRequest): Principal {
-  const p = principalOf(req);
-  if (!isOps(p)) throw new ApiError('UNAUTHORIZED', 'Not Authorized');
-  return p;
-}
-
-function json(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
 }
 
 function statusText(p: Projection): string {
@@ -168,17 +160,18 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
   const find = (req: FastifyRequest) => manager.get(nameOf(req));
 
   const listing = (filter: (p: Projection) => boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const base = baseUrl(req);
-    return json(reply, 200, { projections: manager.list(filter).map((p) => statistics(base, p)) });
+    return sendJson(reply, 200, { projections: manager.list(filter).map((p) => statistics(base, p)) });
   };
   app.get('/projections/any', listing(() => true));
   app.get('/projections/all-non-transient', listing((p) => p.persisted.mode !== 'Transient'));
   for (const [path, mode] of Object.entries(MODES)) {
     app.get(`/projections/${path}`, listing((p) => p.persisted.mode === mode));
     app.post(`/projections/${path}`, async (req, reply) => {
-      const principal = mode === 'Transient' ? principalOf(req) : requireOps(req);
-      requireAuthenticated(req);
+      if (mode !== 'Transient') await requireOpsForProjections(req);
+      await requireAuthenticated(req);
+      const principal = principalOf(req);
       const q = req.query as Query;
       const type = q.type ?? 'JS';
       if (type.toUpperCase() !== 'JS') throw badRequest(`Unsupported projection handler type: ${type}`);
@@ -189,71 +182,71 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
         runAs: { name: principal.name, roles: [...principal.roles] },
       });
       reply.header('Location', `${baseUrl(req)}/projection/${encodeURIComponent(p.name)}`);
-      return json(reply, 201, { name: p.name });
+      return sendJson(reply, 201, { name: p.name });
     });
   }
 
   app.post('/projections/read-events', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const body = parseJsonBody(req.body, 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
     const request = parseReadEventsRequest(body);
     const { definition } = request;
     if (definition.allStreams) requireAccess(ctx, req, 'r', '$all');
     for (const stream of definition.streams) requireAccess(ctx, req, 'r', stream);
     for (const category of definition.categories) requireAccess(ctx, req, 'r', `$ce-${category}`);
-    return json(reply, 200, readEvents(ctx.store, request));
+    return sendJson(reply, 200, readEvents(ctx.store, request));
   });
 
   app.get('/projection/:name', async (req, reply) => {
-    requireAuthenticated(req);
-    return json(reply, 200, statistics(baseUrl(req), find(req)));
+    await requireAuthenticated(req);
+    return sendJson(reply, 200, statistics(baseUrl(req), find(req)));
   });
 
   app.get('/projection/:name/statistics', async (req, reply) => {
-    requireAuthenticated(req);
-    return json(reply, 200, { projections: [statistics(baseUrl(req), find(req))] });
+    await requireAuthenticated(req);
+    return sendJson(reply, 200, { projections: [statistics(baseUrl(req), find(req))] });
   });
 
   for (const which of ['state', 'result'] as const) {
     app.get(`/projection/:name/${which}`, async (req, reply) => {
-      requireAuthenticated(req);
+      await requireAuthenticated(req);
       const p = find(req);
       const partition = (req.query as Query).partition ?? '';
       const value = await p.read(partition);
       const body = which === 'state' ? value.state : value.result;
       const position = JSON.stringify({ $c: p.position, $p: p.position });
-      reply.header('SVC-Position', position).header('Kurrent-Position', position).header('ES-Position', position);
+      reply.headers(inEverySpelling('Position', position));
       return reply.code(200).type('application/json; charset=utf-8').send(body);
     });
   }
 
   app.get('/projection/:name/query', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const p = find(req);
-    if (flag(req.query as Query, 'config', false)) return json(reply, 200, queryConfig(p));
+    if (flag(req.query as Query, 'config', false)) return sendJson(reply, 200, queryConfig(p));
     return reply.code(200).type('application/javascript; charset=utf-8').send(p.persisted.query);
   });
 
   app.put('/projection/:name/query', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const p = find(req);
-    if (p.persisted.mode !== 'Transient') requireOps(req);
+    if (p.persisted.mode !== 'Transient') await requireOpsForProjections(req);
     const q = req.query as Query;
     const emit = q.emit === undefined ? undefined : flag(q, 'emit', false);
     await manager.updateQuery(p.name, source(req), emit);
-    return json(reply, 200, { name: p.name });
+    return sendJson(reply, 200, { name: p.name });
   });
 
   app.get('/projection/:name/config', async (req, reply) => {
-    requireOps(req);
-    return json(reply, 200, configOf(find(req)));
+    await requireOpsForProjections(req);
+    return sendJson(reply, 200, configOf(find(req)));
   });
 
   app.put('/projection/:name/config', async (req, reply) => {
-    requireOps(req);
+    await requireOpsForProjections(req);
     const p = find(req);
     await manager.updateConfig(p.name, parseConfig(Buffer.isBuffer(req.body) ? req.body : undefined, p.persisted.config ?? DEFAULT_CONFIG));
-    return json(reply, 200, configOf(p));
+    return sendJson(reply, 200, configOf(p));
   });
 
   const commands: Record<string, (name: string, req: FastifyRequest) => Promise<void>> = {
@@ -267,16 +260,16 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
   };
   for (const [command, run] of Object.entries(commands)) {
     app.post(`/projection/:name/command/${command}`, async (req, reply) => {
-      requireAuthenticated(req);
+      await requireAuthenticated(req);
       const p = find(req);
-      if (p.persisted.mode !== 'Transient') requireOps(req);
+      if (p.persisted.mode !== 'Transient') await requireOpsForProjections(req);
       await run(p.name, req);
-      return json(reply, 200, { name: p.name });
+      return sendJson(reply, 200, { name: p.name });
     });
   }
 
   app.delete('/projection/:name', async (req, reply) => {
-    requireOps(req);
+    await requireOpsForProjections(req);
     const q = req.query as Query;
     await manager.delete(nameOf(req), {
       deleteCheckpointStream: flag(q, 'deleteCheckpointStream', false),

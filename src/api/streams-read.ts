@@ -4,7 +4,7 @@ import {
   type EventRecord, type ResolvedEvent, type StreamPage,
 } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
-import { booleanHeader, integerHeader } from './headers.js';
+import { booleanHeader } from './headers.js';
 import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
 import {
   contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, RawJson, sendFeed, simpleXml,
@@ -12,7 +12,9 @@ import {
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
 import { baseUrl, streamUrl } from './urls.js';
-import { requireAccess, type ApiContext } from './context.js';
+import type { ApiContext } from './context.js';
+import { requireAccess } from './guards.js';
+import { longPollMs, readWithLongPoll } from './long-poll.js';
 import { streamParam } from './streams-write.js';
 import { ALL_STREAM } from '../auth/access.js';
 import { readAll } from './all.js';
@@ -26,7 +28,7 @@ export const MAX_PAGE = 4096;
 export function parseCount(text: string): number {
   const n = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n) || n <= 0) throw badRequest(`'${text}' is not valid count. Should be positive integer`);
-  if (n > MAX_PAGE) throw new ApiError('READ_TOO_BIG');
+  if (n > MAX_PAGE) throw badRequest('Read size too big, should be less than 4096 items');
   return n;
 }
 
@@ -87,16 +89,10 @@ async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyRepl
   const read = () => r.direction === 'backward'
     ? ctx.store.readStreamBackward(r.streamId, r.head ? -1 : r.from, r.count, resolveLinks)
     : ctx.store.readStreamForward(r.streamId, r.from, r.count, resolveLinks);
-  let page = read();
-  const longPoll = r.direction === 'forward' ? integerHeader(req, 'LongPoll') : undefined;
-  if (longPoll && longPoll > 0 && (page.status === 'noStream' || (page.status === 'ok' && page.events.length === 0))) {
-    const abort = new AbortController();
-    req.raw.once('close', () => abort.abort());
-    await ctx.store.bus.waitFor((rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId),
-      longPoll * 1000, abort.signal);
-    page = read();
-  }
-  if (page.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
+    (p) => p.status === 'noStream' || (p.status === 'ok' && p.events.length === 0),
+    (rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId));
+  if (page.status === 'deleted') throw new ApiError('DELETED');
   if (page.status === 'noStream') throw new ApiError('NOT_FOUND');
   const cache = cacheabilityOf(r, page);
   if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
@@ -155,7 +151,7 @@ async function readSingle(ctx: ApiContext, req: FastifyRequest, reply: FastifyRe
   const head = which === 'head';
   const eventNumber = head ? -1 : parseEventNumber(which);
   const found = ctx.store.readEvent(streamId, eventNumber, booleanHeader(req, 'ResolveLinkTos', true));
-  if (found.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (found.status === 'deleted') throw new ApiError('DELETED');
   if (found.status !== 'ok' || !found.event.event) throw new ApiError('NOT_FOUND');
   const cache: Cacheability = head
     ? { immutable: false, version: found.event.event.eventNumber, maxAge: found.metadata.cacheControl }
@@ -170,7 +166,7 @@ async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: Fastify
   const meta = metastreamOf(streamId);
   requireAccess(ctx, req, 'r', meta);
   const found = ctx.store.readEvent(meta, which === undefined || which === 'head' ? -1 : parseEventNumber(which), false);
-  if (found.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (found.status === 'deleted') throw new ApiError('DELETED');
   if (found.status === 'ok' && found.event.event) {
     applyCaching(req, reply, mediaType, { immutable: false, version: found.event.event.eventNumber }, true);
     return sendEvent(reply, req, baseUrl(req), mediaType, found.event);
@@ -182,7 +178,7 @@ async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: Fastify
     if (mediaType.includes('xml')) return reply.type(`${mediaType}; charset=utf-8`).send('');
     return reply.type(`${mediaType}; charset=utf-8`).send('{}');
   }
-  if (info?.tombstoned) throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (info?.tombstoned) throw new ApiError('DELETED');
   throw new ApiError('NOT_FOUND');
 }
 

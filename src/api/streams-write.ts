@@ -8,7 +8,9 @@ import { booleanHeader, customHeader, integerHeader } from './headers.js';
 import { requestMediaType, MEDIA } from './media.js';
 import { ARRAY_TYPES, INCOMING_TYPES, SINGLE_TYPES, parseEventArray, singleEvent } from './append-body.js';
 import { baseUrl, eventUrl } from './urls.js';
-import { requireAccess, sendText, type ApiContext } from './context.js';
+import type { ApiContext } from './context.js';
+import { requireAccess } from './guards.js';
+import { sendText } from './reply.js';
 
 // Writes to streams: appends in the array, single-body and idempotent-URL forms, metadata
 // writes, and soft and hard deletes.

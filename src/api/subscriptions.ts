@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { formatUuid, parseUuid } from '../store/index.js';
-import { isOps } from '../auth/principal.js';
 import type { PersistentGroup, NackAction } from '../subscriptions/group.js';
 import { SubscriptionError } from '../subscriptions/service.js';
 import { settingsFromBody, settingsJson, SettingsError, type GroupSettings } from '../subscriptions/settings.js';
@@ -10,8 +9,10 @@ import { ApiError, badRequest } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
 import { baseUrl, escapeStream } from './urls.js';
-import { integerHeader } from './headers.js';
-import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import { principalOf, type ApiContext } from './context.js';
+import { requireAccess, requireAuthenticated, requireOps } from './guards.js';
+import { hangUpSignal, longPollMs } from './long-poll.js';
+import { sendJson } from './reply.js';
 
 // The persistent subscriptions API: group management (ops), listings and info (authenticated),
 // and the competing-consumer message feed with ack and nack (read access to the stream).
@@ -25,16 +26,8 @@ const NACK_ACTIONS: Record<string, NackAction> = { park: 'Park', retry: 'Retry',
 /** Longest long poll a pull may ask for. */
 const MAX_LONG_POLL_SECONDS = 60;
 
-function json(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
-}
-
 function outcome(reply: FastifyReply, status: number, result: string, reason = ''): FastifyReply {
-  return json(reply, status, { correlationId: randomUUID(), reason, result });
-}
-
-function requireOps(req: FastifyRequest): void {
-  if (!isOps(principalOf(req))) throw new ApiError('UNAUTHORIZED');
+  return sendJson(reply, status, { correlationId: randomUUID(), reason, result });
 }
 
 function groupUrl(base: string, stream: string, group: string): string {
@@ -149,11 +142,11 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
   };
 
   app.get('/subscriptions', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const base = baseUrl(req);
     const q = req.query as Query;
     const groups = service.list();
-    if (q.offset === undefined && q.count === undefined) return json(reply, 200, groups.map((g) => summary(base, g)));
+    if (q.offset === undefined && q.count === undefined) return sendJson(reply, 200, groups.map((g) => summary(base, g)));
     const offset = q.offset === undefined ? 0 : Number(q.offset);
     const count = q.count === undefined ? 10 : Number(q.count);
     if (!Number.isSafeInteger(offset) || offset < 0) throw badRequest('offset must be a non-negative integer');
@@ -165,28 +158,28 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     const links = [{ href: href(offset), rel: 'self' }, { href: href(0), rel: 'first' }];
     if (offset > 0) links.push({ href: href(Math.max(0, offset - count)), rel: 'previous' });
     if (offset + count < streams.length) links.push({ href: href(offset + count), rel: 'next' });
-    return json(reply, 200, {
+    return sendJson(reply, 200, {
       links, offset, count, total: streams.length,
       subscriptions: groups.filter((g) => page.has(g.stream)).map((g) => summary(base, g)),
     });
   });
 
   app.get<{ Params: { stream: string } }>('/subscriptions/:stream', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const groups = service.listStream(req.params.stream);
     if (groups.length === 0) throw new ApiError('NOT_FOUND');
     const base = baseUrl(req);
-    return json(reply, 200, groups.map((g) => summary(base, g)));
+    return sendJson(reply, 200, groups.map((g) => summary(base, g)));
   });
 
   app.get<{ Params: Params }>('/subscriptions/:stream/:group/info', async (req, reply) => {
-    requireAuthenticated(req);
-    return json(reply, 200, info(baseUrl(req), groupOf(req.params)));
+    await requireAuthenticated(req);
+    return sendJson(reply, 200, info(baseUrl(req), groupOf(req.params)));
   });
 
   /** PUT creates, POST updates: the same settings body, answer and Location. */
   const define = (apply: typeof service.create) => async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => {
-    requireOps(req);
+    await requireOps(req);
     const { stream, group } = req.params;
     checkSource(stream);
     const settings = settingsOf(req);
@@ -197,7 +190,7 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
   app.post<{ Params: Params }>('/subscriptions/:stream/:group', define(service.update));
 
   app.delete<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
-    requireOps(req);
+    await requireOps(req);
     checkSource(req.params.stream);
     return change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name));
   });
@@ -207,10 +200,8 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     const mediaType = negotiate(req, COMPETING_TYPES);
     const g = groupOf(req.params);
     requireAccess(ctx, req, 'r', g.stream);
-    const longPoll = Math.min(Math.max(integerHeader(req, 'LongPoll') ?? 0, 0), MAX_LONG_POLL_SECONDS);
-    const abort = new AbortController();
-    if (longPoll > 0) req.raw.once('close', () => abort.abort());
-    const messages = await service.pull(g, count, longPoll * 1000, abort.signal);
+    const waitMs = longPollMs(req, MAX_LONG_POLL_SECONDS);
+    const messages = await service.pull(g, count, waitMs, waitMs > 0 ? hangUpSignal(req) : undefined);
     const base = baseUrl(req);
     const url = groupUrl(base, g.stream, g.name);
     const newestFirst = [...messages].reverse();
@@ -248,7 +239,7 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
   app.post<{ Params: Params }>('/subscriptions/:stream/:group/nack', async (req, reply) => settle(req, reply, true));
 
   app.post<{ Params: Params }>('/subscriptions/:stream/:group/replayParked', async (req, reply) => {
-    requireOps(req);
+    await requireOps(req);
     const raw = (req.query as Query).stopAt;
     let stopAt: number | undefined;
     if (raw !== undefined) {

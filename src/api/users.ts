@@ -1,13 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { isAdmin, type Principal } from '../auth/principal.js';
+import { isAdmin } from '../auth/principal.js';
 import type { UserAccount } from '../auth/users.js';
 import { ApiError } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';
 import { simpleXml } from './atom.js';
 import { baseUrl } from './urls.js';
-import { principalOf, requireAuthenticated, type ApiContext } from './context.js';
+import { principalOf, type ApiContext } from './context.js';
+import { requireAdmin, requireAuthenticated } from './guards.js';
+import { sendJson } from './reply.js';
 
 // The users API: accounts as the established servers expose them, with the typed answers
 // `{success, error, data}` their clients read.
@@ -22,7 +24,7 @@ const xmlParser = new XMLParser({
 
 function answer(req: FastifyRequest, reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
   const mediaType = negotiate(req, JSON_XML_TYPES);
-  if (mediaType === MEDIA.json) return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
+  if (mediaType === MEDIA.json) return sendJson(reply, status, body);
   return reply.code(status).type(`${mediaType}; charset=utf-8`).send(simpleXml('result', body));
 }
 
@@ -98,12 +100,6 @@ function userData(base: string, a: UserAccount, withLinks: boolean): Record<stri
   return data;
 }
 
-function requireAdmin(req: FastifyRequest): Principal {
-  const principal = principalOf(req);
-  if (!isAdmin(principal)) throw new ApiError('UNAUTHORIZED');
-  return principal;
-}
-
 function loginParam(req: FastifyRequest): string {
   return (req.params as { login: string }).login;
 }
@@ -112,7 +108,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   const { users } = ctx;
 
   const list = async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAdmin(req);
+    await requireAdmin(req);
     const base = baseUrl(req);
     const data = users.list().sort((a, b) => a.loginName.localeCompare(b.loginName)).map((a) => userData(base, a, true));
     return answer(req, reply, 200, { success: true, error: 'Success', data });
@@ -121,7 +117,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/users/', list);
 
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAdmin(req);
+    await requireAdmin(req);
     const body = readBody(req);
     const loginName = requiredString(body, 'LoginName');
     if (!LOGIN.test(loginName)) throw invalid('LoginName must not contain spaces, slashes or colons.');
@@ -137,7 +133,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   app.post('/users/', create);
 
   app.get('/users/:login', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const principal = principalOf(req);
     const login = loginParam(req);
     const current = login === '$current';
@@ -149,7 +145,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.put('/users/:login', async (req, reply) => {
-    requireAdmin(req);
+    await requireAdmin(req);
     const login = loginParam(req);
     const body = readBody(req);
     const changes = { fullName: optionalString(body, 'FullName'), groups: groupsOf(body) };
@@ -158,7 +154,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.delete('/users/:login', async (req, reply) => {
-    requireAdmin(req);
+    await requireAdmin(req);
     const login = loginParam(req);
     if (!(await users.delete(login))) return result(req, reply, login, 'NotFound');
     return reply.code(204).send();
@@ -168,7 +164,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
     app.route({
       method: ['PUT', 'POST'], url: `/users/:login/command/${command}`,
       handler: async (req, reply) => {
-        requireAdmin(req);
+        await requireAdmin(req);
         const login = loginParam(req);
         return result(req, reply, login, (await users.setDisabled(login, disabled)) ? 'Success' : 'NotFound');
       },
@@ -176,14 +172,14 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   }
 
   app.post('/users/:login/command/reset-password', async (req, reply) => {
-    requireAdmin(req);
+    await requireAdmin(req);
     const login = loginParam(req);
     const newPassword = requiredString(readBody(req), 'NewPassword');
     return result(req, reply, login, (await users.resetPassword(login, newPassword)) ? 'Success' : 'NotFound');
   });
 
   app.post('/users/:login/command/change-password', async (req, reply) => {
-    requireAuthenticated(req);
+    await requireAuthenticated(req);
     const login = loginParam(req);
     if (principalOf(req).name !== login) throw new ApiError('UNAUTHORIZED');
     const body = readBody(req);
