@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import { ApiError, errorAnswer } from './errors.js';
 import { spellings } from './header-spellings.js';
+import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';
 import type { ApiContext } from './context.js';
 import { registerStreamWrites } from './streams-write.js';
 import { registerStreamReads } from './streams-read.js';
@@ -10,7 +11,8 @@ import { registerNodeInfo } from './node-info.js';
 import { registerProjections } from './projections.js';
 import { registerSubscriptions } from './subscriptions.js';
 
-// The fastify app: one body parser that keeps raw bytes (routes decide what a body means),
+// The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
+// decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
 // authentication before every handler, CORS headers, and the one place errors become answers.
 
 const ALLOW_HEADERS = [
@@ -34,6 +36,8 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     // Stream and group names travel in the path: fastify's default of 100 characters answered 414
     // for ordinary long names. Node's header limit (16 KiB) bounds the whole request line anyway.
     routerOptions: { maxParamLength: 16 * 1024 },
+    ajv: AJV_OPTIONS,
+    schemaErrorFormatter,
     ...(options.https ? { https: options.https } : {}),
   } as Record<string, unknown>) as unknown as FastifyInstance;
 

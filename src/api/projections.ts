@@ -3,7 +3,7 @@ import type { ProjectionManager } from '../projections/manager.js';
 import type { Projection } from '../projections/projection.js';
 import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
 import { ApiError, badRequest } from './errors.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJson } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { inEverySpelling } from './header-spellings.js';
 import { principalOf, type ApiContext } from './context.js';
@@ -84,7 +84,7 @@ function configOf(p: Projection): Record<string, unknown> {
 }
 
 function parseConfig(body: Buffer | undefined, current: ProjectionConfig): ProjectionConfig {
-  const doc = parseJsonBody(body, 'Failed to parse the projection config') as Record<string, unknown>;
+  const doc = parseJson(body, 'Failed to parse the projection config') as Record<string, unknown>;
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw badRequest('Failed to parse the projection config');
   const get = (k: string) => Object.entries(doc).find(([key]) => key.toLowerCase() === k.toLowerCase())?.[1];
   const num = (k: keyof ProjectionConfig, min: number): number => {
@@ -188,7 +188,7 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
 
   app.post('/projections/read-events', async (req, reply) => {
     await requireAuthenticated(req);
-    const body = parseJsonBody(req.body, 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
+    const body = parseJson(req.body, 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
     const request = parseReadEventsRequest(body);
     const { definition } = request;
     if (definition.allStreams) requireAccess(ctx, req, 'r', '$all');

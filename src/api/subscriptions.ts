@@ -6,7 +6,7 @@ import { SubscriptionError } from '../subscriptions/service.js';
 import { settingsFromBody, settingsJson, SettingsError, type GroupSettings } from '../subscriptions/settings.js';
 import { link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { ApiError, badRequest } from './errors.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJson } from './json-body.js';
 import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { principalOf, type ApiContext } from './context.js';
@@ -44,7 +44,7 @@ function settingsOf(req: FastifyRequest): GroupSettings {
   if (!body || body.length === 0 || body.toString('utf8').trim() === '') return settingsFromBody(undefined);
   const type = requestMediaType(req);
   if (type !== undefined && type !== 'application/json' && !type.endsWith('+json')) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  const parsed = parseJsonBody(body, 'The subscription settings are not valid JSON.');
+  const parsed = parseJson(body, 'The subscription settings are not valid JSON.');
   try {
     return settingsFromBody(parsed);
   } catch (err) {

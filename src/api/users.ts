@@ -3,7 +3,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { isAdmin } from '../auth/principal.js';
 import type { UserAccount } from '../auth/users.js';
 import { ApiError } from './errors.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJson } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';
 import { simpleXml } from './atom.js';
 import { baseUrl } from './urls.js';
@@ -36,7 +36,7 @@ function result(req: FastifyRequest, reply: FastifyReply, loginName: string, err
 function readBody(req: FastifyRequest): Record<string, unknown> {
   const mediaType = requestMediaType(req);
   if (!mediaType || !(JSON_XML_TYPES as readonly string[]).includes(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  const doc = mediaType === MEDIA.json ? parseJsonBody(req.body, 'The body must be a JSON object.') : parseXmlBody(req.body);
+  const doc = mediaType === MEDIA.json ? parseJson(req.body, 'The body must be a JSON object.') : parseXmlBody(req.body);
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw invalid(mediaType === MEDIA.json ? 'The body must be a JSON object.' : 'The body must be a well-formed XML document.');
   }
