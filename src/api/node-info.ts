@@ -44,8 +44,7 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     authentication: { type: 'internal', properties: {} },
   }));
 
-  app.get('/info/options', async (req, reply) => {
-    await requireOps(req);
+  app.get('/info/options', { onRequest: requireOps }, async (req, reply) => {
     const { config, sources } = node.currentConfig();
     const options = (Object.keys(OPTIONS) as OptionName[]).map((name) => {
       const spec = OPTIONS[name] as { help: string; group: string; kind: string; secret?: boolean; values?: readonly string[] };
@@ -66,7 +65,6 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/ping', async (req, reply) => send(req, reply, INFO_TYPES, 'ping', { text: 'Ping request successfully handled' }));
 
   const stats = async (req: FastifyRequest, reply: FastifyReply) => {
-    await requireAuthenticated(req);
     const path = ((req.params as { '*'?: string })['*'] ?? '').split('/').filter(Boolean);
     const grouped = String((req.query as Record<string, unknown>).group ?? 'true').toLowerCase() !== 'false';
     let body: unknown = node.stats.collect();
@@ -79,8 +77,8 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     reply.header('Cache-Control', 'max-age=1, public');
     return send(req, reply, STATS_TYPES, 'Stats', body);
   };
-  app.get('/stats', stats);
-  app.get('/stats/*', stats);
+  app.get('/stats', { onRequest: requireAuthenticated }, stats);
+  app.get('/stats/*', { onRequest: requireAuthenticated }, stats);
 
   app.get('/gossip', async (req, reply) => {
     reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate');
@@ -93,14 +91,12 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     throw new ApiError('GOSSIP_REFUSED');
   });
 
-  app.post('/admin/shutdown', async (req, reply) => {
-    await requireOps(req);
+  app.post('/admin/shutdown', { onRequest: requireOps }, async (_req, reply) => {
     reply.raw.once('finish', () => node.requestShutdown());
     return sendJson(reply, 200, {});
   });
 
-  app.post('/admin/reloadconfig', async (req, reply) => {
-    await requireOps(req);
+  app.post('/admin/reloadconfig', { onRequest: requireOps }, async (_req, reply) => {
     const outcome = await node.reload();
     return sendJson(reply, 200, outcome);
   });
