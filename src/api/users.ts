@@ -79,9 +79,9 @@ const GROUPS = member('Groups', {
   items: { type: 'string', pattern: '^[^\\s,:]+$', errorMessage: GROUPS_INVALID },
   errorMessage: GROUPS_INVALID,
 });
-const LOGIN = member('LoginName', { pattern: '^[^\\s/:]+$', errorMessage: 'LoginName must not contain spaces, slashes or colons.' });
+const LOGIN = member('LoginName', { type: 'string', pattern: '^[^\\s/:]+$', errorMessage: 'LoginName must not contain spaces, slashes or colons.' });
 
-const userBody = (...rules: object[]) => ({ allOf: rules });
+const userBody = (...rules: object[]) => ({ type: 'object', allOf: rules });
 const BODIES = {
   create: userBody(requiredString('LoginName'), LOGIN, requiredString('Password'), optionalString('FullName'), GROUPS),
   update: userBody(optionalString('FullName'), GROUPS),
