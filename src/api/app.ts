@@ -56,9 +56,7 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
       return;
     }
     const result = await ctx.users.authenticate(authorization);
-    if (!result.ok) {
-      throw new ApiError('BAD_CREDENTIALS');
-    }
+    if (!result.ok) throw new ApiError('BAD_CREDENTIALS');
     req.principal = result.principal;
   });
 

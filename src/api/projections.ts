@@ -38,7 +38,6 @@ function flag(q: Query, name: string, fallback: boolean): boolean {
   return isYes(key === undefined ? undefined : q[key], fallback);
 }
 
-const CONFIG_INVALID = 'Failed to parse the projection config';
 const configCount = (name: keyof ProjectionConfig) =>
   ({ type: ['integer', 'null'], minimum: 0, errorMessage: `${name} must be an integer of at least 0.` });
 const configBoolean = (name: keyof ProjectionConfig) => ({ type: ['boolean', 'null'], errorMessage: `${name} must be a boolean.` });
@@ -51,10 +50,10 @@ const SCHEMAS = {
   readEvents: { body: { errorMessage: 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.' } },
   query: { querystring: flagsQuery('config') },
   updateQuery: { querystring: { type: 'object', properties: { emit: flagSchema('emit') } } },
-  /** Member names lower-cased (see lowerCaseBodyMembers); null is the default. */
+  /** Member names lower-cased (see lowerCaseBodyMembers), checked in this order; null is the default. */
   config: { body: {
     type: 'object',
-    errorMessage: CONFIG_INVALID,
+    errorMessage: 'Failed to parse the projection config',
     properties: {
       projectionexecutiontimeout: { type: ['number', 'null'], exclusiveMinimum: 0, errorMessage: 'projectionExecutionTimeout must be greater than 0.' },
       emitenabled: configBoolean('emitEnabled'),
