@@ -1,43 +1,36 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ResolvedEvent } from '../store/index.js';
-import { badRequest } from './errors.js';
-import { booleanHeader, integerHeader } from './headers.js';
+import { booleanHeader } from './headers.js';
 import { FEED_TYPES, MEDIA, negotiate } from './media.js';
-import { EMPTY_UPDATED, formatUpdated, link, type FeedModel, type Link } from './atom.js';
+import { EMPTY_UPDATED, formatUpdated, link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { applyCaching, type Cacheability } from './caching.js';
 import { baseUrl, formatAllPosition, parseAllPosition, streamUrl } from './urls.js';
-import { requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import type { ApiContext } from './context.js';
+import { requireAccess, requireAuthenticated } from './guards.js';
+import { longPollMs, readWithLongPoll } from './long-poll.js';
 import { ALL_STREAM } from '../auth/access.js';
-import { sendFeed } from './streams-read.js';
 
 // GET /streams/$all: the whole log by position, for authenticated users the $all ACL admits.
+// The stream read routes take $all pages too (their schema checks the position) and hand them here.
 
 export interface AllRequest { position: string; count: number; direction: 'backward' | 'forward' }
 
 const ZEROS = formatAllPosition(0);
 
 export async function readAll(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: AllRequest) {
-  requireAuthenticated(req);
+  await requireAuthenticated(req);
   requireAccess(ctx, req, 'r', ALL_STREAM);
   let mediaType = negotiate(req, FEED_TYPES);
   if (mediaType === MEDIA.streamDescK || mediaType === MEDIA.streamDescL) mediaType = MEDIA.json;
   const head = r.position === 'head';
-  if (head && r.direction === 'forward') throw badRequest(`Invalid position argument: ${r.position}`);
-  const position = head ? ctx.store.headPosition : parseAllPosition(r.position);
-  if (position === undefined) throw badRequest(`Invalid position argument: ${r.position}`);
+  const position = head ? ctx.store.headPosition : parseAllPosition(r.position)!; // the route's schema checked it
   const resolveLinks = booleanHeader(req, 'ResolveLinkTos', false);
 
   const read = () => r.direction === 'backward'
     ? ctx.store.readAllBackward(position, r.count)
     : ctx.store.readAllForward(position, r.count);
-  let page = read();
-  const longPoll = r.direction === 'forward' ? integerHeader(req, 'LongPoll') : undefined;
-  if (longPoll && longPoll > 0 && page.records.length === 0) {
-    const abort = new AbortController();
-    req.raw.once('close', () => abort.abort());
-    await ctx.store.bus.waitFor(() => true, longPoll * 1000, abort.signal);
-    page = read();
-  }
+  const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
+    (p) => p.records.length === 0, () => true);
 
   const headPosition = ctx.store.headPosition;
   const immutable = r.direction === 'backward' ? !head : page.records.length === r.count;

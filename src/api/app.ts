@@ -1,8 +1,8 @@
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import { InvalidWriteError, StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from '../store/index.js';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
-import { API_ERRORS, ApiError } from './errors.js';
-import { currentVersionHeaders } from './headers.js';
+import { ApiError, errorAnswer } from './errors.js';
+import { spellings } from './header-spellings.js';
+import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';
 import type { ApiContext } from './context.js';
 import { registerStreamWrites } from './streams-write.js';
 import { registerStreamReads } from './streams-read.js';
@@ -10,19 +10,17 @@ import { registerUsers } from './users.js';
 import { registerNodeInfo } from './node-info.js';
 import { registerProjections } from './projections.js';
 import { registerSubscriptions } from './subscriptions.js';
-import { ProjectionError } from '../projections/manager.js';
-import { QuerySyntaxError } from '../projections/validate.js';
 
-// The fastify app: one body parser that keeps raw bytes (routes decide what a body means),
+// The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
+// decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
 // authentication before every handler, CORS headers, and the one place errors become answers.
 
-const BAD_CREDENTIALS_CHALLENGE = 'X-Basic realm="SVC"';
 const ALLOW_HEADERS = [
   'Content-Type', 'X-Requested-With', 'X-Forwarded-Host', 'X-Forwarded-Prefix', 'X-PINGOTHER', 'Authorization',
   ...['LongPoll', 'ExpectedVersion', 'EventId', 'EventType', 'RequireLeader', 'RequiresMaster', 'HardDelete', 'ResolveLinkTos']
-    .flatMap((h) => [`SVC-${h}`, `Kurrent-${h}`, `ES-${h}`]),
+    .flatMap(spellings),
 ].join(', ');
-const EXPOSE_HEADERS = ['Location', ...['Position', 'CurrentVersion'].flatMap((h) => [`SVC-${h}`, `Kurrent-${h}`, `ES-${h}`])].join(', ');
+const EXPOSE_HEADERS = ['Location', ...['Position', 'CurrentVersion'].flatMap(spellings)].join(', ');
 
 const draining = new WeakSet<FastifyInstance>();
 
@@ -38,6 +36,8 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     // Stream and group names travel in the path: fastify's default of 100 characters answered 414
     // for ordinary long names. Node's header limit (16 KiB) bounds the whole request line anyway.
     routerOptions: { maxParamLength: 16 * 1024 },
+    ajv: AJV_OPTIONS,
+    schemaErrorFormatter,
     ...(options.https ? { https: options.https } : {}),
   } as Record<string, unknown>) as unknown as FastifyInstance;
 
@@ -56,9 +56,7 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
       return;
     }
     const result = await ctx.users.authenticate(authorization);
-    if (!result.ok) {
-      throw new ApiError('UNAUTHORIZED', '', { 'WWW-Authenticate': BAD_CREDENTIALS_CHALLENGE });
-    }
+    if (!result.ok) throw new ApiError('BAD_CREDENTIALS');
     req.principal = result.principal;
   });
 
@@ -70,51 +68,20 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
 
   app.options('*', async (_req, reply) => reply.code(200).send());
 
-  app.setNotFoundHandler(async (_req, reply) => {
-    reply.raw.statusMessage = 'Not Found';
-    return reply.code(404).send();
+  app.setNotFoundHandler(async () => {
+    throw new ApiError('NOT_FOUND');
   });
 
-  app.setErrorHandler(async (error: FastifyError | Error, req, reply) => {
-    if (error instanceof ApiError) {
-      reply.raw.statusMessage = error.reason;
-      reply.headers(error.headers).code(error.status);
-      return error.message ? reply.type('text/plain; charset=utf-8').send(error.message) : reply.send();
+  app.setErrorHandler(async (error, req, reply) => {
+    let answer = errorAnswer(error);
+    if (!answer) {
+      ctx.node.stats.countException();
+      ctx.log.error({ err: error, url: req.url, method: req.method }, 'request failed');
+      answer = new ApiError('INTERNAL');
     }
-    if (error instanceof ProjectionError) {
-      const status = error.kind === 'NotFound' ? 404 : error.kind === 'Conflict' ? 409 : 400;
-      return reply.code(status).type('text/plain; charset=utf-8').send(error.message);
-    }
-    if (error instanceof QuerySyntaxError) return reply.code(400).type('text/plain; charset=utf-8').send(error.message);
-    if (error instanceof WrongExpectedVersionError) {
-      reply.raw.statusMessage = 'Wrong expected EventNumber';
-      return reply.code(400).headers(currentVersionHeaders(error.currentVersion)).send();
-    }
-    if (error instanceof StreamDeletedError) {
-      reply.raw.statusMessage = 'Stream deleted';
-      return reply.code(410).send();
-    }
-    if (error instanceof InvalidWriteError) {
-      // The store's write door refused it: too large is 413 as at the HTTP door, any other rule 400.
-      const code = error.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST';
-      const status = API_ERRORS[code];
-      reply.raw.statusMessage = status.reason;
-      return reply.code(status.status).type('text/plain; charset=utf-8').send(error.message);
-    }
-    if (error instanceof StoreClosedError) {
-      reply.raw.statusMessage = 'Server Is Not Ready';
-      return reply.code(503).type('text/plain; charset=utf-8').send(error.message);
-    }
-    const fastifyError = error as FastifyError;
-    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return reply.code(413).type('text/plain; charset=utf-8').send('Too large events received.');
-    }
-    if (fastifyError.statusCode && fastifyError.statusCode < 500) {
-      return reply.code(fastifyError.statusCode).type('text/plain; charset=utf-8').send(fastifyError.message);
-    }
-    ctx.node.stats.countException();
-    ctx.log.error({ err: error, url: req.url, method: req.method }, 'request failed');
-    return reply.code(500).type('text/plain; charset=utf-8').send('Internal error.');
+    if (answer.reason) reply.raw.statusMessage = answer.reason;
+    reply.code(answer.status).headers(answer.headers);
+    return answer.message ? reply.type('text/plain; charset=utf-8').send(answer.message) : reply.send();
   });
 
   registerStreamWrites(app, ctx);

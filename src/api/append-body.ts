@@ -1,10 +1,11 @@
 import { parseUuid, type ProposedEvent } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { MEDIA } from './media.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJson } from './json-body.js';
 
 // Turning an append request into events. The array form carries ids, types, data and metadata
-// in the body; the single-body forms carry one event whose type and id come from headers.
+// in the body (JSON, declared by EVENTS_BODY); the single-body forms carry one event whose type
+// and id come from headers and whose body is the data, kept raw.
 
 export const ARRAY_TYPES: readonly string[] = [MEDIA.eventsJsonK, MEDIA.eventsJsonL, MEDIA.eventJsonK, MEDIA.eventJsonL];
 export const SINGLE_TYPES: readonly string[] = [MEDIA.json, MEDIA.textXml, MEDIA.appXml, MEDIA.octet];
@@ -13,6 +14,11 @@ export const INCOMING_TYPES: readonly string[] = [MEDIA.json, MEDIA.textXml, MED
 
 const INVALID_BODY = 'Write request body invalid.';
 const EMPTY = Buffer.alloc(0);
+
+const EVENT_ARRAY = { type: 'array', minItems: 1, items: { type: 'object', errorMessage: INVALID_BODY }, errorMessage: INVALID_BODY };
+
+/** The body schema of the append routes: JSON only for the array media types, an array of event objects. */
+export const EVENTS_BODY = { content: Object.fromEntries(ARRAY_TYPES.map((type) => [type, { schema: EVENT_ARRAY }])) };
 
 function isJsonContainer(value: unknown): boolean {
   return typeof value === 'object' && value !== null;
@@ -43,12 +49,12 @@ function member(item: Record<string, unknown>, name: string): unknown {
   return undefined;
 }
 
-export function parseEventArray(body: Buffer, maxEventSize: number): ProposedEvent[] {
-  const items = parseJsonBody(body, INVALID_BODY);
-  if (!Array.isArray(items) || items.length === 0) throw badRequest(INVALID_BODY);
-  return items.map((item, index) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(INVALID_BODY);
-    const record = item as Record<string, unknown>;
+/**
+ * The events of an array body (EVENTS_BODY has checked its shape). Member names match without
+ * regard to case, the exact name first, which JSON schema cannot say: the members are read here.
+ */
+export function eventsOf(items: Record<string, unknown>[], maxEventSize: number): ProposedEvent[] {
+  return items.map((record, index) => {
     const idText = member(record, 'eventId');
     if (idText === undefined || idText === null || idText === '') throw badRequest(`Empty eventId provided. (Parameter 'eventId') at event ${index}`);
     const eventId = typeof idText === 'string' ? parseUuid(idText) : undefined;
@@ -66,7 +72,7 @@ export function parseEventArray(body: Buffer, maxEventSize: number): ProposedEve
 export function singleEvent(body: Buffer, mediaType: string, eventId: Buffer, eventType: string, maxEventSize: number): ProposedEvent {
   checkSize(body.length, maxEventSize);
   const isJson = mediaType === MEDIA.json || mediaType.endsWith('+json');
-  if (isJson) parseJsonBody(body, INVALID_BODY);
+  if (isJson) parseJson(body, INVALID_BODY);
   return { eventId, eventType, isJson, data: body, metadata: EMPTY };
 }
 

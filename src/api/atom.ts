@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { XMLBuilder } from 'fast-xml-parser';
 import { formatUuid, LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type ResolvedEvent } from '../store/index.js';
 import { eventUrl } from './urls.js';
 
 // The Atom representation of streams: one model for a feed and its entries, written as
-// atom+json (also served for application/json) or as Atom XML.
+// atom+json (also served for application/json) or as Atom XML. Stream pages, $all pages and
+// persistent subscription messages are all sent through `sendFeed`.
 
 export type Embed = 'none' | 'content' | 'rich' | 'body' | 'pretty' | 'tryharder';
 const EMBEDS: readonly Embed[] = ['none', 'content', 'rich', 'body', 'pretty', 'tryharder'];
@@ -240,6 +242,13 @@ export function feedXml(base: string, feed: FeedModel): string {
     },
   };
   return XML_DECLARATION + xmlBuilder.build(doc);
+}
+
+/** Sends a feed page in the negotiated representation (`?embed=` picks how much of each entry the JSON carries). */
+export function sendFeed(reply: FastifyReply, base: string, mediaType: string, feed: FeedModel, req: FastifyRequest): FastifyReply {
+  if (mediaType.endsWith('xml')) return reply.type(`${mediaType}; charset=utf-8`).send(feedXml(base, feed));
+  const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
+  return reply.type(`${mediaType}; charset=utf-8`).send(feedJsonText(base, feed, embed));
 }
 
 export function entryXml(base: string, e: ResolvedEvent): string {

@@ -1,36 +1,110 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError } from 'fastify';
+import { InvalidWriteError, StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from '../store/index.js';
+import { ProjectionError } from '../projections/manager.js';
+import { QuerySyntaxError } from '../projections/validate.js';
+import { SettingsError } from '../subscriptions/settings.js';
+import { inEverySpelling } from './header-spellings.js';
+
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
-// reason phrase (existing clients read it), and a default message sent as the text body.
+// reason phrase (existing clients read it), the default text body ('' sends none) and the headers
+// it carries. Routes throw ApiError; the errors of the store, the projections and the
+// subscription settings map to an entry in DOMAIN_ERRORS; the app's error handler writes
+// whatever `errorAnswer` gives and knows nothing else.
+
+interface ErrorEntry {
+  status: number;
+  reason: string;
+  message: string;
+  headers?: Readonly<Record<string, string>>;
+}
 
 export const API_ERRORS = {
   BAD_REQUEST: { status: 400, reason: 'Bad Request', message: 'Bad request.' },
   WRONG_EXPECTED_VERSION: { status: 400, reason: 'Wrong expected EventNumber', message: '' },
+  /** The Authorization header names no user with that password. */
+  BAD_CREDENTIALS: { status: 401, reason: 'Unauthorized', message: '', headers: { 'WWW-Authenticate': 'X-Basic realm="SVC"' } },
+  /** A stream's ACL refuses the principal, or the route takes authenticated users only. */
+  ACCESS_DENIED: { status: 401, reason: 'Unauthorized', message: '', headers: { 'WWW-Authenticate': 'BasicCustom realm="SVC"' } },
+  /** The route takes a role (ops, admin) or the account's own user only. */
   UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: '' },
+  /** The projections API refuses a role in words. */
+  NOT_AUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'Not Authorized' },
   GOSSIP_REFUSED: { status: 403, reason: 'Forbidden', message: 'This node runs alone (cluster size 1): it takes gossip from no node.' },
   NOT_FOUND: { status: 404, reason: 'Not Found', message: '' },
-  METHOD_NOT_ALLOWED: { status: 405, reason: 'Method Not Allowed', message: '' },
   NOT_ACCEPTABLE: { status: 406, reason: 'Requested URI is not available in requested format', message: '' },
+  CONFLICT: { status: 409, reason: 'Conflict', message: '' },
+  /** A write or delete met a deleted stream. */
   STREAM_DELETED: { status: 410, reason: 'Stream deleted', message: '' },
+  /** A read met a deleted stream. */
+  DELETED: { status: 410, reason: 'Deleted', message: '' },
   PAYLOAD_TOO_LARGE: { status: 413, reason: 'Payload Too Large', message: 'Too large events received.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, reason: 'Invalid or missing Content-Type', message: '' },
-  READ_TOO_BIG: { status: 400, reason: 'Bad Request', message: 'Read size too big, should be less than 4096 items' },
   INTERNAL: { status: 500, reason: 'Internal Server Error', message: 'Internal error.' },
   SHUTTING_DOWN: { status: 503, reason: 'Server Is Not Ready', message: 'The server is shutting down.' },
-} as const;
+} as const satisfies Record<string, ErrorEntry>;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
 
-export class ApiError extends Error {
+/** What the error handler writes: status, reason phrase, headers, and the text body ('' for none). */
+export interface ErrorAnswer {
   readonly status: number;
   readonly reason: string;
+  readonly message: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
 
-  constructor(readonly code: ApiErrorCode, message?: string, readonly headers: Record<string, string> = {},
-    reason?: string) {
-    super(message ?? API_ERRORS[code].message);
-    this.status = API_ERRORS[code].status;
-    this.reason = reason ?? API_ERRORS[code].reason;
+export class ApiError extends Error implements ErrorAnswer {
+  readonly status: number;
+  readonly reason: string;
+  readonly headers: Readonly<Record<string, string>>;
+
+  /** `message` replaces the entry's default body; `headers` add to the entry's. */
+  constructor(readonly code: ApiErrorCode, message?: string, headers: Record<string, string> = {}) {
+    const entry: ErrorEntry = API_ERRORS[code];
+    super(message ?? entry.message);
+    this.status = entry.status;
+    this.reason = entry.reason;
+    this.headers = { ...entry.headers, ...headers };
   }
 }
 
 export function badRequest(message: string): ApiError {
   return new ApiError('BAD_REQUEST', message);
+}
+
+/** A domain error class and the answer it gets. */
+interface DomainError {
+  readonly type: new (...args: never[]) => Error;
+  readonly answer: (error: Error) => ApiError;
+}
+
+function domain<E extends Error>(type: new (...args: never[]) => E, answer: (error: E) => ApiError): DomainError {
+  return { type, answer: answer as (error: Error) => ApiError }; // called only for an instance of `type`
+}
+
+const PROJECTION_ERRORS = { NotFound: 'NOT_FOUND', Conflict: 'CONFLICT', BadRequest: 'BAD_REQUEST' } as const;
+
+const DOMAIN_ERRORS: readonly DomainError[] = [
+  domain(WrongExpectedVersionError, (e) => new ApiError('WRONG_EXPECTED_VERSION', undefined, inEverySpelling('CurrentVersion', String(e.currentVersion)))),
+  domain(StreamDeletedError, () => new ApiError('STREAM_DELETED')),
+  // The store's write door: too large is 413 as at the HTTP door, any other rule 400.
+  domain(InvalidWriteError, (e) => new ApiError(e.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', e.message)),
+  domain(StoreClosedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
+  domain(ProjectionError, (e) => new ApiError(PROJECTION_ERRORS[e.kind], e.message)),
+  domain(QuerySyntaxError, (e) => new ApiError('BAD_REQUEST', e.message)),
+  domain(SettingsError, (e) => new ApiError('BAD_REQUEST', e.message)),
+];
+
+/** The answer for an error, or undefined when it is a fault of ours (the handler answers INTERNAL). */
+export function errorAnswer(error: unknown): ErrorAnswer | undefined {
+  if (error instanceof ApiError) return error;
+  for (const { type, answer } of DOMAIN_ERRORS) {
+    if (error instanceof type) return answer(error);
+  }
+  // Fastify's own: a body over the limit is 413 as at the write door; its other 4xx pass through.
+  const { code, statusCode, message } = error as Partial<FastifyError>;
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError('PAYLOAD_TOO_LARGE');
+  if (statusCode && statusCode < 500) return { status: statusCode, reason: STATUS_CODES[statusCode] ?? '', message: message ?? '', headers: {} };
+  return undefined;
 }

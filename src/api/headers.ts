@@ -1,10 +1,11 @@
 import type { FastifyRequest } from 'fastify';
 import { badRequest } from './errors.js';
+import { HEADER_PREFIXES } from './header-spellings.js';
 
-// Custom headers come in three spellings: our SVC- prefix, and the Kurrent- and ES- forms that
-// existing clients send. The first present wins in that order.
+// Reading our custom request headers (in any of their spellings) and their typed values; a value
+// in the wrong format answers 400.
 
-const PREFIXES = ['svc-', 'kurrent-', 'es-'];
+const PREFIXES = HEADER_PREFIXES.map((prefix) => prefix.toLowerCase());
 const ALIASES: Record<string, readonly string[]> = {
   requireleader: ['requireleader', 'requiresmaster', 'requiremaster'],
 };
@@ -39,10 +40,4 @@ export function integerHeader(req: FastifyRequest, name: string): number | undef
   const n = /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n)) throw wrongFormat(name);
   return n;
-}
-
-/** Response headers clients read are sent in every spelling. */
-export function currentVersionHeaders(version: number): Record<string, string> {
-  const v = String(version);
-  return { 'SVC-CurrentVersion': v, 'Kurrent-CurrentVersion': v, 'ES-CurrentVersion': v };
 }

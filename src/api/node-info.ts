@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OPTIONS, type OptionName } from '../config/index.js';
-import { isOps } from '../auth/principal.js';
 import { ApiError, badRequest } from './errors.js';
 import { MEDIA, negotiate } from './media.js';
 import { simpleXml } from './atom.js';
-import { principalOf, requireAuthenticated, type ApiContext } from './context.js';
-import { parseUuid } from '../store/index.js';
+import type { ApiContext } from './context.js';
+import { requireAuthenticated, requireOps } from './guards.js';
+import { sendJson } from './reply.js';
 
 // Node endpoints: /info, /info/options, /ping, /stats, /gossip, and the admin commands.
 
@@ -14,7 +14,7 @@ const STATS_TYPES = [MEDIA.json, MEDIA.textXml, MEDIA.appXml] as const;
 
 function send(req: FastifyRequest, reply: FastifyReply, types: readonly string[], root: string, body: unknown): FastifyReply {
   const mediaType = negotiate(req, types);
-  if (mediaType === MEDIA.json) return reply.type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
+  if (mediaType === MEDIA.json) return sendJson(reply, 200, body);
   if (mediaType === MEDIA.text) return reply.type('text/plain; charset=utf-8').send(typeof body === 'object' && body && 'text' in body ? String(body.text) : JSON.stringify(body));
   return reply.type(`${mediaType}; charset=utf-8`).send(simpleXml(root, xmlSafe(body)));
 }
@@ -24,10 +24,6 @@ function xmlSafe(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(xmlSafe);
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^(?=[^A-Za-z_])/, '_'), xmlSafe(v)]));
-}
-
-function requireOps(req: FastifyRequest): void {
-  if (!isOps(principalOf(req))) throw new ApiError('UNAUTHORIZED');
 }
 
 function flatten(value: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
@@ -48,8 +44,7 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     authentication: { type: 'internal', properties: {} },
   }));
 
-  app.get('/info/options', async (req, reply) => {
-    requireOps(req);
+  app.get('/info/options', { onRequest: requireOps }, async (req, reply) => {
     const { config, sources } = node.currentConfig();
     const options = (Object.keys(OPTIONS) as OptionName[]).map((name) => {
       const spec = OPTIONS[name] as { help: string; group: string; kind: string; secret?: boolean; values?: readonly string[] };
@@ -70,7 +65,6 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/ping', async (req, reply) => send(req, reply, INFO_TYPES, 'ping', { text: 'Ping request successfully handled' }));
 
   const stats = async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAuthenticated(req);
     const path = ((req.params as { '*'?: string })['*'] ?? '').split('/').filter(Boolean);
     const grouped = String((req.query as Record<string, unknown>).group ?? 'true').toLowerCase() !== 'false';
     let body: unknown = node.stats.collect();
@@ -83,8 +77,8 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     reply.header('Cache-Control', 'max-age=1, public');
     return send(req, reply, STATS_TYPES, 'Stats', body);
   };
-  app.get('/stats', stats);
-  app.get('/stats/*', stats);
+  app.get('/stats', { onRequest: requireAuthenticated }, stats);
+  app.get('/stats/*', { onRequest: requireAuthenticated }, stats);
 
   app.get('/gossip', async (req, reply) => {
     reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate');
@@ -97,15 +91,13 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     throw new ApiError('GOSSIP_REFUSED');
   });
 
-  app.post('/admin/shutdown', async (req, reply) => {
-    requireOps(req);
+  app.post('/admin/shutdown', { onRequest: requireOps }, async (_req, reply) => {
     reply.raw.once('finish', () => node.requestShutdown());
-    return reply.code(200).type('application/json; charset=utf-8').send('{}');
+    return sendJson(reply, 200, {});
   });
 
-  app.post('/admin/reloadconfig', async (req, reply) => {
-    requireOps(req);
+  app.post('/admin/reloadconfig', { onRequest: requireOps }, async (_req, reply) => {
     const outcome = await node.reload();
-    return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(outcome, null, 2));
+    return sendJson(reply, 200, outcome);
   });
 }

@@ -1,12 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isOps, type Principal } from '../auth/principal.js';
 import type { ProjectionManager } from '../projections/manager.js';
 import type { Projection } from '../projections/projection.js';
 import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
 import { ApiError, badRequest } from './errors.js';
-import { parseJsonBody } from './json-body.js';
+import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
-import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
+import { inEverySpelling } from './header-spellings.js';
+import { principalOf, type ApiContext } from './context.js';
+import { requireAccess, requireAuthenticated, requireOpsForProjections } from './guards.js';
+import { sendJson } from './reply.js';
+import { formatted } from './schemas.js';
 import { parseReadEventsRequest, readEvents } from '../projections/read-events.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
@@ -14,29 +17,63 @@ import { parseReadEventsRequest, readEvents } from '../projections/read-events.j
 
 type Query = Record<string, string | undefined>;
 
+function flagSchema(name: string) {
+  return formatted('flag', `'{value}' is not a valid value for ${name}: use yes/true/1 or no/false/0.`);
+}
+
+/** A query of yes/no flags, their names matched without regard to case as the established servers read them. */
+function flagsQuery(...names: string[]) {
+  const caseless = (name: string) => `^${[...name].map((c) => `[${c.toLowerCase()}${c.toUpperCase()}]`).join('')}$`;
+  return { type: 'object', patternProperties: Object.fromEntries(names.map((name) => [caseless(name), flagSchema(name)])) };
+}
+
+/** A flag's value (its schema checked it), or `fallback` when absent or empty. */
+function isYes(value: string | undefined, fallback: boolean): boolean {
+  return value === undefined || value === '' ? fallback : /^(yes|true|1)$/i.test(value);
+}
+
+/** The flag `name` of the query, whatever the case of its name. */
 function flag(q: Query, name: string, fallback: boolean): boolean {
   const key = Object.keys(q).find((k) => k.toLowerCase() === name.toLowerCase());
-  const v = key === undefined ? undefined : q[key];
-  if (v === undefined || v === '') return fallback;
-  if (/^(yes|true|1)$/i.test(v)) return true;
-  if (/^(no|false|0)$/i.test(v)) return false;
-  throw badRequest(`'${v}' is not a valid value for ${name}: use yes/true/1 or no/false/0.`);
+  return isYes(key === undefined ? undefined : q[key], fallback);
 }
+
+const configCount = (name: keyof ProjectionConfig) =>
+  ({ type: ['integer', 'null'], minimum: 0, errorMessage: `${name} must be an integer of at least 0.` });
+const configBoolean = (name: keyof ProjectionConfig) => ({ type: ['boolean', 'null'], errorMessage: `${name} must be a boolean.` });
+
+const SCHEMAS = {
+  create: { querystring: {
+    ...flagsQuery('enabled', 'emit', 'checkpoints', 'trackemittedstreams'),
+    properties: { type: { type: 'string', pattern: '^[jJ][sS]$', errorMessage: 'Unsupported projection handler type: {value}' } },
+  } },
+  readEvents: { body: { errorMessage: 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.' } },
+  query: { querystring: flagsQuery('config') },
+  updateQuery: { querystring: { type: 'object', properties: { emit: flagSchema('emit') } } },
+  /** Member names lower-cased (see lowerCaseBodyMembers), checked in this order; null is the default. */
+  config: { body: {
+    type: 'object',
+    errorMessage: 'Failed to parse the projection config',
+    properties: {
+      projectionexecutiontimeout: { type: ['number', 'null'], exclusiveMinimum: 0, errorMessage: 'projectionExecutionTimeout must be greater than 0.' },
+      emitenabled: configBoolean('emitEnabled'),
+      trackemittedstreams: configBoolean('trackEmittedStreams'),
+      checkpointafterms: configCount('checkpointAfterMs'),
+      checkpointhandledthreshold: configCount('checkpointHandledThreshold'),
+      checkpointunhandledbytesthreshold: configCount('checkpointUnhandledBytesThreshold'),
+      pendingeventsthreshold: configCount('pendingEventsThreshold'),
+      maxwritebatchlength: configCount('maxWriteBatchLength'),
+      maxallowedwritesinflight: configCount('maxAllowedWritesInFlight'),
+    },
+  } },
+  enable: { querystring: flagsQuery('enableRunAs') },
+  delete: { querystring: flagsQuery('deleteCheckpointStream', 'deleteEmittedStreams', 'deleteStateStream') },
+};
 
 function source(req: FastifyRequest): string {
   if (!req.headers['content-type'] && !Buffer.isBuffer(req.body)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
   // The body is the query text, raw: clients send it form-encoded, and it must not be decoded.
   return Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-}
-
-function requireOps(req: FastifyRequest): Principal {
-  const p = principalOf(req);
-  if (!isOps(p)) throw new ApiError('UNAUTHORIZED', 'Not Authorized');
-  return p;
-}
-
-function json(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
 }
 
 function statusText(p: Projection): string {
@@ -91,35 +128,20 @@ function configOf(p: Projection): Record<string, unknown> {
   };
 }
 
-function parseConfig(body: Buffer | undefined, current: ProjectionConfig): ProjectionConfig {
-  const doc = parseJsonBody(body, 'Failed to parse the projection config') as Record<string, unknown>;
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw badRequest('Failed to parse the projection config');
-  const get = (k: string) => Object.entries(doc).find(([key]) => key.toLowerCase() === k.toLowerCase())?.[1];
-  const num = (k: keyof ProjectionConfig, min: number): number => {
-    const v = get(k);
-    if (v === undefined || v === null) return 0;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw badRequest(`${k} must be an integer of at least ${min}.`);
-    return v;
-  };
-  const bool = (k: keyof ProjectionConfig): boolean => {
-    const v = get(k);
-    if (v === undefined || v === null) return false;
-    if (typeof v !== 'boolean') throw badRequest(`${k} must be a boolean.`);
-    return v;
-  };
-  const timeout = get('projectionExecutionTimeout');
-  if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || timeout <= 0)) {
-    throw badRequest('projectionExecutionTimeout must be greater than 0.');
-  }
+/** The config a PUT body asks for (SCHEMAS.config checked its members); absent or null members take defaults. */
+function configFrom(doc: Record<string, unknown>, current: ProjectionConfig): ProjectionConfig {
+  const num = (k: keyof ProjectionConfig) => (doc[k.toLowerCase()] as number | null | undefined) ?? 0;
+  const bool = (k: keyof ProjectionConfig) => (doc[k.toLowerCase()] as boolean | null | undefined) ?? false;
+  const timeout = doc.projectionexecutiontimeout;
   const config: ProjectionConfig = {
     emitEnabled: bool('emitEnabled'),
     trackEmittedStreams: bool('trackEmittedStreams'),
-    checkpointAfterMs: num('checkpointAfterMs', 0),
-    checkpointHandledThreshold: num('checkpointHandledThreshold', 0) || current.checkpointHandledThreshold,
-    checkpointUnhandledBytesThreshold: num('checkpointUnhandledBytesThreshold', 0) || current.checkpointUnhandledBytesThreshold,
-    pendingEventsThreshold: num('pendingEventsThreshold', 0) || current.pendingEventsThreshold,
-    maxWriteBatchLength: num('maxWriteBatchLength', 0) || current.maxWriteBatchLength,
-    maxAllowedWritesInFlight: num('maxAllowedWritesInFlight', 0),
+    checkpointAfterMs: num('checkpointAfterMs'),
+    checkpointHandledThreshold: num('checkpointHandledThreshold') || current.checkpointHandledThreshold,
+    checkpointUnhandledBytesThreshold: num('checkpointUnhandledBytesThreshold') || current.checkpointUnhandledBytesThreshold,
+    pendingEventsThreshold: num('pendingEventsThreshold') || current.pendingEventsThreshold,
+    maxWriteBatchLength: num('maxWriteBatchLength') || current.maxWriteBatchLength,
+    maxAllowedWritesInFlight: num('maxAllowedWritesInFlight'),
     projectionExecutionTimeout: typeof timeout === 'number' ? timeout : null,
   };
   if (config.checkpointUnhandledBytesThreshold < config.checkpointHandledThreshold) {
@@ -166,22 +188,24 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
   const manager: ProjectionManager = ctx.projections;
   const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
   const find = (req: FastifyRequest) => manager.get(nameOf(req));
+  const authenticated = { onRequest: requireAuthenticated };
+  const ops = { onRequest: requireOpsForProjections };
+  /** Transient projections are anyone's; the others take ops, checked once the projection is found. */
+  const requireOpsUnlessTransient = (req: FastifyRequest, p: Projection) =>
+    (p.persisted.mode === 'Transient' ? Promise.resolve() : requireOpsForProjections(req));
 
   const listing = (filter: (p: Projection) => boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAuthenticated(req);
     const base = baseUrl(req);
-    return json(reply, 200, { projections: manager.list(filter).map((p) => statistics(base, p)) });
+    return sendJson(reply, 200, { projections: manager.list(filter).map((p) => statistics(base, p)) });
   };
-  app.get('/projections/any', listing(() => true));
-  app.get('/projections/all-non-transient', listing((p) => p.persisted.mode !== 'Transient'));
+  app.get('/projections/any', authenticated, listing(() => true));
+  app.get('/projections/all-non-transient', authenticated, listing((p) => p.persisted.mode !== 'Transient'));
   for (const [path, mode] of Object.entries(MODES)) {
-    app.get(`/projections/${path}`, listing((p) => p.persisted.mode === mode));
-    app.post(`/projections/${path}`, async (req, reply) => {
-      const principal = mode === 'Transient' ? principalOf(req) : requireOps(req);
-      requireAuthenticated(req);
+    app.get(`/projections/${path}`, authenticated, listing((p) => p.persisted.mode === mode));
+    const guard = mode === 'Transient' ? requireAuthenticated : requireOpsForProjections;
+    app.post(`/projections/${path}`, { onRequest: guard, schema: SCHEMAS.create }, async (req, reply) => {
+      const principal = principalOf(req);
       const q = req.query as Query;
-      const type = q.type ?? 'JS';
-      if (type.toUpperCase() !== 'JS') throw badRequest(`Unsupported projection handler type: ${type}`);
       const p = await manager.create({
         name: q.name || undefined, mode, query: source(req), enabled: flag(q, 'enabled', true),
         emit: flag(q, 'emit', false), checkpoints: flag(q, 'checkpoints', false),
@@ -189,71 +213,56 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
         runAs: { name: principal.name, roles: [...principal.roles] },
       });
       reply.header('Location', `${baseUrl(req)}/projection/${encodeURIComponent(p.name)}`);
-      return json(reply, 201, { name: p.name });
+      return sendJson(reply, 201, { name: p.name });
     });
   }
 
-  app.post('/projections/read-events', async (req, reply) => {
-    requireAuthenticated(req);
-    const body = parseJsonBody(req.body, 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.');
-    const request = parseReadEventsRequest(body);
+  app.post('/projections/read-events', { ...authenticated, schema: SCHEMAS.readEvents, preValidation: decodeJsonBody }, async (req, reply) => {
+    const request = parseReadEventsRequest(req.body);
     const { definition } = request;
     if (definition.allStreams) requireAccess(ctx, req, 'r', '$all');
     for (const stream of definition.streams) requireAccess(ctx, req, 'r', stream);
     for (const category of definition.categories) requireAccess(ctx, req, 'r', `$ce-${category}`);
-    return json(reply, 200, readEvents(ctx.store, request));
+    return sendJson(reply, 200, readEvents(ctx.store, request));
   });
 
-  app.get('/projection/:name', async (req, reply) => {
-    requireAuthenticated(req);
-    return json(reply, 200, statistics(baseUrl(req), find(req)));
-  });
+  app.get('/projection/:name', authenticated, async (req, reply) => sendJson(reply, 200, statistics(baseUrl(req), find(req))));
 
-  app.get('/projection/:name/statistics', async (req, reply) => {
-    requireAuthenticated(req);
-    return json(reply, 200, { projections: [statistics(baseUrl(req), find(req))] });
-  });
+  app.get('/projection/:name/statistics', authenticated, async (req, reply) =>
+    sendJson(reply, 200, { projections: [statistics(baseUrl(req), find(req))] }));
 
   for (const which of ['state', 'result'] as const) {
-    app.get(`/projection/:name/${which}`, async (req, reply) => {
-      requireAuthenticated(req);
+    app.get(`/projection/:name/${which}`, authenticated, async (req, reply) => {
       const p = find(req);
       const partition = (req.query as Query).partition ?? '';
       const value = await p.read(partition);
       const body = which === 'state' ? value.state : value.result;
       const position = JSON.stringify({ $c: p.position, $p: p.position });
-      reply.header('SVC-Position', position).header('Kurrent-Position', position).header('ES-Position', position);
+      reply.headers(inEverySpelling('Position', position));
       return reply.code(200).type('application/json; charset=utf-8').send(body);
     });
   }
 
-  app.get('/projection/:name/query', async (req, reply) => {
-    requireAuthenticated(req);
+  app.get('/projection/:name/query', { ...authenticated, schema: SCHEMAS.query }, async (req, reply) => {
     const p = find(req);
-    if (flag(req.query as Query, 'config', false)) return json(reply, 200, queryConfig(p));
+    if (flag(req.query as Query, 'config', false)) return sendJson(reply, 200, queryConfig(p));
     return reply.code(200).type('application/javascript; charset=utf-8').send(p.persisted.query);
   });
 
-  app.put('/projection/:name/query', async (req, reply) => {
-    requireAuthenticated(req);
+  app.put('/projection/:name/query', { ...authenticated, schema: SCHEMAS.updateQuery }, async (req, reply) => {
     const p = find(req);
-    if (p.persisted.mode !== 'Transient') requireOps(req);
-    const q = req.query as Query;
-    const emit = q.emit === undefined ? undefined : flag(q, 'emit', false);
-    await manager.updateQuery(p.name, source(req), emit);
-    return json(reply, 200, { name: p.name });
+    await requireOpsUnlessTransient(req, p);
+    const { emit } = req.query as Query;
+    await manager.updateQuery(p.name, source(req), emit === undefined ? undefined : isYes(emit, false));
+    return sendJson(reply, 200, { name: p.name });
   });
 
-  app.get('/projection/:name/config', async (req, reply) => {
-    requireOps(req);
-    return json(reply, 200, configOf(find(req)));
-  });
+  app.get('/projection/:name/config', ops, async (req, reply) => sendJson(reply, 200, configOf(find(req))));
 
-  app.put('/projection/:name/config', async (req, reply) => {
-    requireOps(req);
+  app.put('/projection/:name/config', { ...ops, schema: SCHEMAS.config, preValidation: [decodeJsonBody, lowerCaseBodyMembers] }, async (req, reply) => {
     const p = find(req);
-    await manager.updateConfig(p.name, parseConfig(Buffer.isBuffer(req.body) ? req.body : undefined, p.persisted.config ?? DEFAULT_CONFIG));
-    return json(reply, 200, configOf(p));
+    await manager.updateConfig(p.name, configFrom(req.body as Record<string, unknown>, p.persisted.config ?? DEFAULT_CONFIG));
+    return sendJson(reply, 200, configOf(p));
   });
 
   const commands: Record<string, (name: string, req: FastifyRequest) => Promise<void>> = {
@@ -266,17 +275,16 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
     abort: (name) => manager.abort(name),
   };
   for (const [command, run] of Object.entries(commands)) {
-    app.post(`/projection/:name/command/${command}`, async (req, reply) => {
-      requireAuthenticated(req);
+    const options = command === 'enable' ? { ...authenticated, schema: SCHEMAS.enable } : authenticated;
+    app.post(`/projection/:name/command/${command}`, options, async (req, reply) => {
       const p = find(req);
-      if (p.persisted.mode !== 'Transient') requireOps(req);
+      await requireOpsUnlessTransient(req, p);
       await run(p.name, req);
-      return json(reply, 200, { name: p.name });
+      return sendJson(reply, 200, { name: p.name });
     });
   }
 
-  app.delete('/projection/:name', async (req, reply) => {
-    requireOps(req);
+  app.delete('/projection/:name', { ...ops, schema: SCHEMAS.delete }, async (req, reply) => {
     const q = req.query as Query;
     await manager.delete(nameOf(req), {
       deleteCheckpointStream: flag(q, 'deleteCheckpointStream', false),

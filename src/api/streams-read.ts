@@ -3,47 +3,60 @@ import {
   isMetastream, metastreamOf, originalOf,
   type EventRecord, type ResolvedEvent, type StreamPage,
 } from '../store/index.js';
-import { ApiError, badRequest } from './errors.js';
-import { booleanHeader, integerHeader } from './headers.js';
+import { ApiError } from './errors.js';
+import { booleanHeader } from './headers.js';
 import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
 import {
-  contentOf, EMPTY_UPDATED, entryJson, entryXml, feedJsonText, feedXml, formatUpdated, link, parseEmbed, RawJson, simpleXml,
+  contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, RawJson, sendFeed, simpleXml,
   type FeedModel, type Link,
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
 import { baseUrl, streamUrl } from './urls.js';
-import { requireAccess, type ApiContext } from './context.js';
-import { streamParam } from './streams-write.js';
+import type { ApiContext } from './context.js';
+import { requireAccess } from './guards.js';
+import { longPollMs, readWithLongPoll } from './long-poll.js';
 import { ALL_STREAM } from '../auth/access.js';
 import { readAll } from './all.js';
 import { describeStream } from './description.js';
+import { formatted, headOr, MAX_PAGE, metadataOwner, STREAM_NAME } from './schemas.js';
 
 // Reads of streams: Atom feed pages (backward, forward, head), single events, and metadata.
 
-export const DEFAULT_PAGE = 20;
-export const MAX_PAGE = 4096;
+const DEFAULT_PAGE = 20;
 
-export function parseCount(text: string): number {
-  const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) throw badRequest(`'${text}' is not valid count. Should be positive integer`);
-  if (n > MAX_PAGE) throw new ApiError('READ_TOO_BIG');
-  return n;
+const EVENT_NUMBER = formatted('event-number', "'{value}' is not valid event number");
+const ALL_POSITION = formatted('all-position', 'Invalid position argument: {value}');
+const COUNT = {
+  allOf: [
+    formatted('page-size', "'{value}' is not valid count. Should be positive integer"),
+    formatted('page-limit', `Read size too big, should be less than ${MAX_PAGE} items`),
+  ],
+};
+const IS_ALL = { properties: { stream: { const: ALL_STREAM } } };
+const STREAM_PARAMS = { type: 'object', properties: { stream: STREAM_NAME } };
+
+/** A page: of a stream from an event number, of $all from a position (checked after the count); only backward from the head. */
+function pageParams(direction: 'backward' | 'forward') {
+  const from = (schema: typeof EVENT_NUMBER) => (direction === 'backward' ? headOr(schema) : schema);
+  return {
+    type: 'object',
+    allOf: [
+      { properties: { stream: STREAM_NAME } },
+      { if: IS_ALL, then: { properties: { count: COUNT, event: from(ALL_POSITION) } }, else: { properties: { event: from(EVENT_NUMBER), count: COUNT } } },
+    ],
+  };
 }
 
-function parseEventNumber(text: string): number {
-  const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n)) throw badRequest(`'${text}' is not valid event number`);
-  return n;
-}
+/** One event of a stream (of $all there is none: 404). */
+const EVENT_PARAMS = {
+  type: 'object',
+  allOf: [{ properties: { stream: STREAM_NAME } }, { if: IS_ALL, else: { properties: { event: headOr(EVENT_NUMBER) } } }],
+};
 
-/** Sends a feed page in the negotiated representation. */
-export function sendFeed(reply: FastifyReply, base: string, mediaType: string, feed: FeedModel, req: FastifyRequest): FastifyReply {
-  if (mediaType === MEDIA.atomXml || mediaType.endsWith('xml')) {
-    return reply.type(`${mediaType}; charset=utf-8`).send(feedXml(base, feed));
-  }
-  const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
-  return reply.type(`${mediaType}; charset=utf-8`).send(feedJsonText(base, feed, embed));
-}
+const METADATA_PARAMS = {
+  type: 'object',
+  properties: { stream: metadataOwner('Metadata of a metadata stream cannot be read this way.'), event: headOr(EVENT_NUMBER) },
+};
 
 function newestUpdated(entries: ResolvedEvent[]): string {
   return entries.length > 0 ? formatUpdated(originalOf(entries[0]).created) : EMPTY_UPDATED;
@@ -96,16 +109,10 @@ async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyRepl
   const read = () => r.direction === 'backward'
     ? ctx.store.readStreamBackward(r.streamId, r.head ? -1 : r.from, r.count, resolveLinks)
     : ctx.store.readStreamForward(r.streamId, r.from, r.count, resolveLinks);
-  let page = read();
-  const longPoll = r.direction === 'forward' ? integerHeader(req, 'LongPoll') : undefined;
-  if (longPoll && longPoll > 0 && (page.status === 'noStream' || (page.status === 'ok' && page.events.length === 0))) {
-    const abort = new AbortController();
-    req.raw.once('close', () => abort.abort());
-    await ctx.store.bus.waitFor((rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId),
-      longPoll * 1000, abort.signal);
-    page = read();
-  }
-  if (page.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
+    (p) => p.status === 'noStream' || (p.status === 'ok' && p.events.length === 0),
+    (rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId));
+  if (page.status === 'deleted') throw new ApiError('DELETED');
   if (page.status === 'noStream') throw new ApiError('NOT_FOUND');
   const cache = cacheabilityOf(r, page);
   if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
@@ -162,9 +169,9 @@ async function readSingle(ctx: ApiContext, req: FastifyRequest, reply: FastifyRe
   const mediaType = negotiate(req, EVENT_TYPES);
   requireAccess(ctx, req, 'r', streamId);
   const head = which === 'head';
-  const eventNumber = head ? -1 : parseEventNumber(which);
+  const eventNumber = head ? -1 : Number(which);
   const found = ctx.store.readEvent(streamId, eventNumber, booleanHeader(req, 'ResolveLinkTos', true));
-  if (found.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (found.status === 'deleted') throw new ApiError('DELETED');
   if (found.status !== 'ok' || !found.event.event) throw new ApiError('NOT_FOUND');
   const cache: Cacheability = head
     ? { immutable: false, version: found.event.event.eventNumber, maxAge: found.metadata.cacheControl }
@@ -174,12 +181,11 @@ async function readSingle(ctx: ApiContext, req: FastifyRequest, reply: FastifyRe
 }
 
 async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string, which?: string) {
-  if (isMetastream(streamId)) throw badRequest('Metadata of a metadata stream cannot be read this way.');
   const mediaType = negotiate(req, EVENT_TYPES);
   const meta = metastreamOf(streamId);
   requireAccess(ctx, req, 'r', meta);
-  const found = ctx.store.readEvent(meta, which === undefined || which === 'head' ? -1 : parseEventNumber(which), false);
-  if (found.status === 'deleted') throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  const found = ctx.store.readEvent(meta, which === undefined || which === 'head' ? -1 : Number(which), false);
+  if (found.status === 'deleted') throw new ApiError('DELETED');
   if (found.status === 'ok' && found.event.event) {
     applyCaching(req, reply, mediaType, { immutable: false, version: found.event.event.eventNumber }, true);
     return sendEvent(reply, req, baseUrl(req), mediaType, found.event);
@@ -191,45 +197,44 @@ async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: Fastify
     if (mediaType.includes('xml')) return reply.type(`${mediaType}; charset=utf-8`).send('');
     return reply.type(`${mediaType}; charset=utf-8`).send('{}');
   }
-  if (info?.tombstoned) throw new ApiError('STREAM_DELETED', '', {}, 'Deleted');
+  if (info?.tombstoned) throw new ApiError('DELETED');
   throw new ApiError('NOT_FOUND');
 }
 
 type P = { stream: string; event: string; count: string };
 
 export function registerStreamReads(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/streams/:stream', async (req, reply) => {
-    const streamId = streamParam(req);
+  app.get<{ Params: P }>('/streams/:stream', { schema: { params: STREAM_PARAMS } }, async (req, reply) => {
+    const streamId = req.params.stream;
     if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: 'head', count: DEFAULT_PAGE, direction: 'backward' });
     const mediaType = feedType(ctx, req, reply, streamId, true);
     if (!mediaType) return reply;
     return readPage(ctx, req, reply, { streamId, from: -1, count: DEFAULT_PAGE, direction: 'backward', head: true }, mediaType);
   });
 
-  app.get('/streams/:stream/metadata', async (req, reply) => readMetadata(ctx, req, reply, streamParam(req)));
-  app.get('/streams/:stream/metadata/:event', async (req, reply) =>
-    readMetadata(ctx, req, reply, streamParam(req), (req.params as P).event));
+  const metadata = { schema: { params: METADATA_PARAMS } };
+  app.get<{ Params: P }>('/streams/:stream/metadata', metadata, async (req, reply) => readMetadata(ctx, req, reply, req.params.stream));
+  app.get<{ Params: P }>('/streams/:stream/metadata/:event', metadata, async (req, reply) =>
+    readMetadata(ctx, req, reply, req.params.stream, req.params.event));
 
-  app.get('/streams/:stream/:event', async (req, reply) => {
-    const streamId = streamParam(req);
-    const { event } = req.params as P;
+  app.get<{ Params: P }>('/streams/:stream/:event', { schema: { params: EVENT_PARAMS } }, async (req, reply) => {
+    const { stream: streamId, event } = req.params;
     if (streamId === ALL_STREAM) throw new ApiError('NOT_FOUND');
     return readSingle(ctx, req, reply, streamId, event);
   });
 
-  const page = (direction: 'backward' | 'forward', describable: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
-    const streamId = streamParam(req);
-    const { event, count } = req.params as P;
-    if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: event, count: parseCount(count), direction });
-    const mediaType = feedType(ctx, req, reply, streamId, describable);
-    if (!mediaType) return reply;
-    const head = event === 'head';
-    if (head && direction === 'forward') throw badRequest(`'${event}' is not valid event number`);
-    const from = head ? -1 : parseEventNumber(event);
-    return readPage(ctx, req, reply, { streamId, from, count: parseCount(count), direction, head }, mediaType);
-  };
+  const page = (direction: 'backward' | 'forward', describable: boolean) => ({
+    schema: { params: pageParams(direction) },
+    handler: async (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
+      const { stream: streamId, event, count } = req.params;
+      if (streamId === ALL_STREAM) return readAll(ctx, req, reply, { position: event, count: Number(count), direction });
+      const mediaType = feedType(ctx, req, reply, streamId, describable);
+      if (!mediaType) return reply;
+      const head = event === 'head';
+      return readPage(ctx, req, reply, { streamId, from: head ? -1 : Number(event), count: Number(count), direction, head }, mediaType);
+    },
+  });
   app.get('/streams/:stream/:event/:count', page('backward', true));
   app.get('/streams/:stream/:event/backward/:count', page('backward', true));
   app.get('/streams/:stream/:event/forward/:count', page('forward', false));
 }
-

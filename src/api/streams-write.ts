@@ -6,20 +6,29 @@ import {
 import { ApiError, badRequest } from './errors.js';
 import { booleanHeader, customHeader, integerHeader } from './headers.js';
 import { requestMediaType, MEDIA } from './media.js';
-import { ARRAY_TYPES, INCOMING_TYPES, SINGLE_TYPES, parseEventArray, singleEvent } from './append-body.js';
+import { ARRAY_TYPES, EVENTS_BODY, INCOMING_TYPES, SINGLE_TYPES, eventsOf, singleEvent } from './append-body.js';
+import { decodeJsonBody } from './json-body.js';
+import { formatted, metadataOwner, STREAM_NAME } from './schemas.js';
 import { baseUrl, eventUrl } from './urls.js';
-import { requireAccess, sendText, type ApiContext } from './context.js';
+import type { ApiContext } from './context.js';
+import { requireAccess } from './guards.js';
+import { sendText } from './reply.js';
 
 // Writes to streams: appends in the array, single-body and idempotent-URL forms, metadata
 // writes, and soft and hard deletes.
 
 type StreamParams = { stream: string };
+type EventArray = Record<string, unknown>[];
 
-export function streamParam(req: FastifyRequest): string {
-  const stream = (req.params as StreamParams).stream;
-  if (!stream) throw badRequest('Stream name must not be empty.');
-  return stream;
-}
+const STREAM_PARAMS = { type: 'object', properties: { stream: STREAM_NAME } };
+const APPEND = { schema: { params: STREAM_PARAMS, body: EVENTS_BODY }, preValidation: decodeJsonBody };
+const INCOMING = {
+  schema: { params: { type: 'object', properties: { stream: STREAM_NAME, guid: formatted('uuid', 'Invalid request. Unable to parse guid') } } },
+};
+const METADATA_WRITE = {
+  schema: { params: { type: 'object', properties: { stream: metadataOwner('Metadata of a metadata stream cannot be written.') } }, body: EVENTS_BODY },
+  preValidation: decodeJsonBody,
+};
 
 function expectedVersion(req: FastifyRequest): ExpectedVersion {
   const n = integerHeader(req, 'ExpectedVersion');
@@ -66,12 +75,12 @@ async function appendAndAnswer(ctx: ApiContext, req: FastifyRequest, reply: Fast
 export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): void {
   const maxEventSize = ctx.config.maxAppendSize;
 
-  app.post('/streams/:stream', async (req, reply) => {
-    const streamId = streamParam(req);
+  app.post<{ Params: StreamParams }>('/streams/:stream', APPEND, async (req, reply) => {
+    const streamId = req.params.stream;
     const mediaType = requestMediaType(req);
     if (!mediaType) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
     if (ARRAY_TYPES.includes(mediaType)) {
-      return appendAndAnswer(ctx, req, reply, streamId, parseEventArray(body(req), maxEventSize));
+      return appendAndAnswer(ctx, req, reply, streamId, eventsOf(req.body as EventArray, maxEventSize));
     }
     if (!SINGLE_TYPES.includes(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
     const eventType = headerEventType(req);
@@ -87,26 +96,24 @@ export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): voi
     return appendAndAnswer(ctx, req, reply, streamId, [singleEvent(body(req), mediaType, eventId, eventType, maxEventSize)]);
   });
 
-  app.post('/streams/:stream/incoming/:guid', async (req, reply) => {
-    const streamId = streamParam(req);
+  app.post<{ Params: StreamParams & { guid: string } }>('/streams/:stream/incoming/:guid', INCOMING, async (req, reply) => {
+    const streamId = req.params.stream;
     const mediaType = requestMediaType(req);
     if (!mediaType || !INCOMING_TYPES.includes(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-    const eventId = parseUuid((req.params as { guid: string }).guid);
-    if (!eventId) throw badRequest('Invalid request. Unable to parse guid');
+    const eventId = parseUuid(req.params.guid)!;
     const eventType = headerEventType(req);
     return appendAndAnswer(ctx, req, reply, streamId, [singleEvent(body(req), mediaType, eventId, eventType, maxEventSize)]);
   });
 
-  app.post('/streams/:stream/metadata', async (req, reply) => {
-    const streamId = streamParam(req);
-    if (isMetastream(streamId)) throw badRequest('Metadata of a metadata stream cannot be written.');
+  app.post<{ Params: StreamParams }>('/streams/:stream/metadata', METADATA_WRITE, async (req, reply) => {
+    const streamId = req.params.stream;
     const type = customHeader(req, 'EventType');
     if (type !== undefined && type !== '$metadata') throw badRequest('Bad Request. You should not include an event type for metadata.');
     const mediaType = requestMediaType(req);
     if (!mediaType) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
     let events: ProposedEvent[];
     if (ARRAY_TYPES.includes(mediaType)) {
-      events = parseEventArray(body(req), maxEventSize).map((e) => ({ ...e, eventType: '$metadata' }));
+      events = eventsOf(req.body as EventArray, maxEventSize).map((e) => ({ ...e, eventType: '$metadata' }));
     } else if (mediaType === MEDIA.json) {
       const idHeader = customHeader(req, 'EventId');
       if (!idHeader) throw badRequest("Empty eventId provided. (Parameter 'eventId')");
@@ -119,8 +126,8 @@ export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): voi
     return appendAndAnswer(ctx, req, reply, metastreamOf(streamId), events);
   });
 
-  app.delete('/streams/:stream', async (req, reply) => {
-    const streamId = streamParam(req);
+  app.delete<{ Params: StreamParams }>('/streams/:stream', { schema: { params: STREAM_PARAMS } }, async (req, reply) => {
+    const streamId = req.params.stream;
     requireAccess(ctx, req, 'd', streamId);
     const hard = booleanHeader(req, 'HardDelete', false);
     booleanHeader(req, 'RequireLeader', false);

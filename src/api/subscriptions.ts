@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { formatUuid, parseUuid } from '../store/index.js';
-import { isOps } from '../auth/principal.js';
 import type { PersistentGroup, NackAction } from '../subscriptions/group.js';
 import { SubscriptionError } from '../subscriptions/service.js';
-import { settingsFromBody, settingsJson, SettingsError, type GroupSettings } from '../subscriptions/settings.js';
-import { link, type FeedModel, type Link } from './atom.js';
-import { ApiError, badRequest } from './errors.js';
-import { parseJsonBody } from './json-body.js';
+import { settingsFromBody, settingsJson, type GroupSettings } from '../subscriptions/settings.js';
+import { link, sendFeed, type FeedModel, type Link } from './atom.js';
+import { ApiError } from './errors.js';
+import { parseJson } from './json-body.js';
 import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
 import { baseUrl, escapeStream } from './urls.js';
-import { integerHeader } from './headers.js';
-import { principalOf, requireAccess, requireAuthenticated, type ApiContext } from './context.js';
-import { sendFeed } from './streams-read.js';
+import { principalOf, type ApiContext } from './context.js';
+import { requireAccess, requireAuthenticated, requireOps } from './guards.js';
+import { hangUpSignal, longPollMs } from './long-poll.js';
+import { sendJson } from './reply.js';
+import { formatted } from './schemas.js';
 
 // The persistent subscriptions API: group management (ops), listings and info (authenticated),
 // and the competing-consumer message feed with ack and nack (read access to the stream).
@@ -20,22 +21,33 @@ import { sendFeed } from './streams-read.js';
 type Params = { stream: string; group: string };
 type Query = Record<string, string | undefined>;
 
-const ALL_UNSUPPORTED = 'Persistent subscriptions to $all are only supported over gRPC through gRPC clients';
-const BAD_MESSAGE_ID = 'messageid should be a properly formed guid';
+/** The stream a group is defined on: not $all, not blank. */
+const SOURCE = {
+  allOf: [
+    { not: { const: '$all' }, errorMessage: 'Persistent subscriptions to $all are only supported over gRPC through gRPC clients' },
+    { type: 'string', pattern: '\\S', errorMessage: 'Bad stream name.' },
+  ],
+};
+const MESSAGE_IDS = formatted('uuid-list', 'messageid should be a properly formed guid');
+const SCHEMAS = {
+  listing: { querystring: { type: 'object', properties: {
+    offset: formatted('number-from-0', 'offset must be a non-negative integer'),
+    count: formatted('number-from-1', 'count must be a positive integer'),
+  } } },
+  definition: { params: { type: 'object', properties: { stream: SOURCE } } },
+  pull: { params: { type: 'object', properties: {
+    count: formatted('message-count', "Message count must be an integer between 1 and 100 'count' ='{value}'"),
+  } } },
+  settleOne: { params: { type: 'object', properties: { messageid: MESSAGE_IDS } } },
+  settleMany: { querystring: { type: 'object', properties: { ids: MESSAGE_IDS } } },
+  replay: { querystring: { type: 'object', properties: { stopAt: formatted('long', 'stopAt should be a properly formed positive long') } } },
+};
 const NACK_ACTIONS: Record<string, NackAction> = { park: 'Park', retry: 'Retry', retyr: 'Retry', skip: 'Skip', stop: 'Stop' };
 /** Longest long poll a pull may ask for. */
 const MAX_LONG_POLL_SECONDS = 60;
 
-function json(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
-}
-
 function outcome(reply: FastifyReply, status: number, result: string, reason = ''): FastifyReply {
-  return json(reply, status, { correlationId: randomUUID(), reason, result });
-}
-
-function requireOps(req: FastifyRequest): void {
-  if (!isOps(principalOf(req))) throw new ApiError('UNAUTHORIZED');
+  return sendJson(reply, status, { correlationId: randomUUID(), reason, result });
 }
 
 function groupUrl(base: string, stream: string, group: string): string {
@@ -47,18 +59,16 @@ function parkedUrl(base: string, g: PersistentGroup): string {
   return `${base}/streams/${escapeStream(g.parked.streamId).replace(/%3A/gi, ':')}`;
 }
 
+/**
+ * The settings body, read after the route's checks: a blank body of any type means the defaults,
+ * and JSON comes with a JSON type or none. The subscriptions' own rules (settingsFromBody) check it.
+ */
 function settingsOf(req: FastifyRequest): GroupSettings {
   const body = Buffer.isBuffer(req.body) ? req.body : undefined;
   if (!body || body.length === 0 || body.toString('utf8').trim() === '') return settingsFromBody(undefined);
   const type = requestMediaType(req);
   if (type !== undefined && type !== 'application/json' && !type.endsWith('+json')) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  const parsed = parseJsonBody(body, 'The subscription settings are not valid JSON.');
-  try {
-    return settingsFromBody(parsed);
-  } catch (err) {
-    if (err instanceof SettingsError) throw badRequest(err.message);
-    throw err;
-  }
+  return settingsFromBody(parseJson(body, 'The subscription settings are not valid JSON.'));
 }
 
 function summary(base: string, g: PersistentGroup): Record<string, unknown> {
@@ -101,22 +111,9 @@ function info(base: string, g: PersistentGroup): Record<string, unknown> {
   };
 }
 
+/** The ids of a `uuid-list` (checked by the route's schema), as the group keys them. */
 function messageIds(text: string): string[] {
-  const ids: string[] = [];
-  for (const part of text.split(',')) {
-    if (part.trim() === '') continue;
-    const bytes = parseUuid(part.trim());
-    if (!bytes) throw badRequest(BAD_MESSAGE_ID);
-    ids.push(bytes.toString('hex'));
-  }
-  return ids;
-}
-
-function messageCount(raw: string | undefined): number {
-  if (raw === undefined) return 1;
-  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= 100)) throw badRequest(`Message count must be an integer between 1 and 100 'count' ='${raw}'`);
-  return n;
+  return text.split(',').filter((part) => part.trim() !== '').map((part) => parseUuid(part.trim())!.toString('hex'));
 }
 
 export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): void {
@@ -144,21 +141,13 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     }
   };
 
-  const checkSource = (stream: string): void => {
-    if (stream === '$all') throw badRequest(ALL_UNSUPPORTED);
-    if (stream.trim() === '') throw badRequest('Bad stream name.');
-  };
-
-  app.get('/subscriptions', async (req, reply) => {
-    requireAuthenticated(req);
+  app.get('/subscriptions', { onRequest: requireAuthenticated, schema: SCHEMAS.listing }, async (req, reply) => {
     const base = baseUrl(req);
     const q = req.query as Query;
     const groups = service.list();
-    if (q.offset === undefined && q.count === undefined) return json(reply, 200, groups.map((g) => summary(base, g)));
+    if (q.offset === undefined && q.count === undefined) return sendJson(reply, 200, groups.map((g) => summary(base, g)));
     const offset = q.offset === undefined ? 0 : Number(q.offset);
     const count = q.count === undefined ? 10 : Number(q.count);
-    if (!Number.isSafeInteger(offset) || offset < 0) throw badRequest('offset must be a non-negative integer');
-    if (!Number.isSafeInteger(count) || count < 1) throw badRequest('count must be a positive integer');
     // Paged over streams, as the established servers page it.
     const streams = [...new Set(groups.map((g) => g.stream))].sort();
     const page = new Set(streams.slice(offset, offset + count));
@@ -166,52 +155,44 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     const links = [{ href: href(offset), rel: 'self' }, { href: href(0), rel: 'first' }];
     if (offset > 0) links.push({ href: href(Math.max(0, offset - count)), rel: 'previous' });
     if (offset + count < streams.length) links.push({ href: href(offset + count), rel: 'next' });
-    return json(reply, 200, {
+    return sendJson(reply, 200, {
       links, offset, count, total: streams.length,
       subscriptions: groups.filter((g) => page.has(g.stream)).map((g) => summary(base, g)),
     });
   });
 
-  app.get<{ Params: { stream: string } }>('/subscriptions/:stream', async (req, reply) => {
-    requireAuthenticated(req);
+  app.get<{ Params: { stream: string } }>('/subscriptions/:stream', { onRequest: requireAuthenticated }, async (req, reply) => {
     const groups = service.listStream(req.params.stream);
     if (groups.length === 0) throw new ApiError('NOT_FOUND');
     const base = baseUrl(req);
-    return json(reply, 200, groups.map((g) => summary(base, g)));
+    return sendJson(reply, 200, groups.map((g) => summary(base, g)));
   });
 
-  app.get<{ Params: Params }>('/subscriptions/:stream/:group/info', async (req, reply) => {
-    requireAuthenticated(req);
-    return json(reply, 200, info(baseUrl(req), groupOf(req.params)));
+  app.get<{ Params: Params }>('/subscriptions/:stream/:group/info', { onRequest: requireAuthenticated }, async (req, reply) => {
+    return sendJson(reply, 200, info(baseUrl(req), groupOf(req.params)));
   });
 
   /** PUT creates, POST updates: the same settings body, answer and Location. */
+  const definition = { onRequest: requireOps, schema: SCHEMAS.definition };
   const define = (apply: typeof service.create) => async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => {
-    requireOps(req);
     const { stream, group } = req.params;
-    checkSource(stream);
     const settings = settingsOf(req);
     reply.header('Location', groupUrl(baseUrl(req), stream, group));
     return change(reply, () => apply.call(service, stream, group, settings, principalOf(req).name));
   };
-  app.put<{ Params: Params }>('/subscriptions/:stream/:group', define(service.create));
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group', define(service.update));
+  app.put<{ Params: Params }>('/subscriptions/:stream/:group', definition, define(service.create));
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group', definition, define(service.update));
 
-  app.delete<{ Params: Params }>('/subscriptions/:stream/:group', async (req, reply) => {
-    requireOps(req);
-    checkSource(req.params.stream);
-    return change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name));
-  });
+  app.delete<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) =>
+    change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name)));
 
   const pull = async (req: FastifyRequest<{ Params: Params & { count?: string } }>, reply: FastifyReply) => {
-    const count = messageCount(req.params.count);
+    const count = req.params.count === undefined ? 1 : Number(req.params.count);
     const mediaType = negotiate(req, COMPETING_TYPES);
     const g = groupOf(req.params);
     requireAccess(ctx, req, 'r', g.stream);
-    const longPoll = Math.min(Math.max(integerHeader(req, 'LongPoll') ?? 0, 0), MAX_LONG_POLL_SECONDS);
-    const abort = new AbortController();
-    if (longPoll > 0) req.raw.once('close', () => abort.abort());
-    const messages = await service.pull(g, count, longPoll * 1000, abort.signal);
+    const waitMs = longPollMs(req, MAX_LONG_POLL_SECONDS);
+    const messages = await service.pull(g, count, waitMs, waitMs > 0 ? hangUpSignal(req) : undefined);
     const base = baseUrl(req);
     const url = groupUrl(base, g.stream, g.name);
     const newestFirst = [...messages].reverse();
@@ -232,7 +213,7 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     return sendFeed(reply, base, mediaType, feed, req);
   };
   app.get<{ Params: Params }>('/subscriptions/:stream/:group', pull);
-  app.get<{ Params: Params & { count: string } }>('/subscriptions/:stream/:group/:count', pull);
+  app.get<{ Params: Params & { count: string } }>('/subscriptions/:stream/:group/:count', { schema: SCHEMAS.pull }, pull);
 
   const settle = (req: FastifyRequest<{ Params: Params & { messageid?: string } }>, reply: FastifyReply, nack: boolean) => {
     const q = req.query as Query;
@@ -243,21 +224,16 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     else g.ack(ids);
     return reply.code(200).send();
   };
-  app.post<{ Params: Params & { messageid: string } }>('/subscriptions/:stream/:group/ack/:messageid', async (req, reply) => settle(req, reply, false));
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group/ack', async (req, reply) => settle(req, reply, false));
-  app.post<{ Params: Params & { messageid: string } }>('/subscriptions/:stream/:group/nack/:messageid', async (req, reply) => settle(req, reply, true));
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group/nack', async (req, reply) => settle(req, reply, true));
+  for (const [verb, nack] of [['ack', false], ['nack', true]] as const) {
+    app.post<{ Params: Params & { messageid: string } }>(`/subscriptions/:stream/:group/${verb}/:messageid`,
+      { schema: SCHEMAS.settleOne }, async (req, reply) => settle(req, reply, nack));
+    app.post<{ Params: Params }>(`/subscriptions/:stream/:group/${verb}`, { schema: SCHEMAS.settleMany }, async (req, reply) => settle(req, reply, nack));
+  }
 
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group/replayParked', async (req, reply) => {
-    requireOps(req);
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group/replayParked', { onRequest: requireOps, schema: SCHEMAS.replay }, async (req, reply) => {
     const raw = (req.query as Query).stopAt;
-    let stopAt: number | undefined;
-    if (raw !== undefined) {
-      stopAt = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isSafeInteger(stopAt)) throw badRequest('stopAt should be a properly formed positive long');
-    }
     const g = groupOf(req.params);
-    g.replayParked(stopAt);
+    g.replayParked(raw === undefined ? undefined : Number(raw));
     return outcome(reply, 200, 'Success');
   });
 }

@@ -1,13 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { isAdmin, type Principal } from '../auth/principal.js';
+import { isAdmin } from '../auth/principal.js';
 import type { UserAccount } from '../auth/users.js';
-import { ApiError } from './errors.js';
-import { parseJsonBody } from './json-body.js';
+import { ApiError, badRequest } from './errors.js';
+import { lowerCaseMembers, parseJson } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';
 import { simpleXml } from './atom.js';
 import { baseUrl } from './urls.js';
-import { principalOf, requireAuthenticated, type ApiContext } from './context.js';
+import { principalOf, type ApiContext } from './context.js';
+import { requireAdmin, requireAuthenticated } from './guards.js';
+import { sendJson } from './reply.js';
 
 // The users API: accounts as the established servers expose them, with the typed answers
 // `{success, error, data}` their clients read.
@@ -22,7 +24,7 @@ const xmlParser = new XMLParser({
 
 function answer(req: FastifyRequest, reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
   const mediaType = negotiate(req, JSON_XML_TYPES);
-  if (mediaType === MEDIA.json) return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
+  if (mediaType === MEDIA.json) return sendJson(reply, status, body);
   return reply.code(status).type(`${mediaType}; charset=utf-8`).send(simpleXml('result', body));
 }
 
@@ -30,15 +32,16 @@ function result(req: FastifyRequest, reply: FastifyReply, loginName: string, err
   return answer(req, reply, STATUS[error], { loginName, success: error === 'Success', error, ...(message ? { message } : {}) });
 }
 
-/** Reads a JSON or XML body into a map of lower-cased member names. */
-function readBody(req: FastifyRequest): Record<string, unknown> {
+const JSON_OBJECT = 'The body must be a JSON object.';
+const XML_DOCUMENT = 'The body must be a well-formed XML document.';
+
+/** preValidation hook: a JSON or XML body (any other type is 415) as a map of lower-cased member names. */
+async function readUserBody(req: FastifyRequest): Promise<void> {
   const mediaType = requestMediaType(req);
   if (!mediaType || !(JSON_XML_TYPES as readonly string[]).includes(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  const doc = mediaType === MEDIA.json ? parseJsonBody(req.body, 'The body must be a JSON object.') : parseXmlBody(req.body);
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw invalid(mediaType === MEDIA.json ? 'The body must be a JSON object.' : 'The body must be a well-formed XML document.');
-  }
-  return Object.fromEntries(Object.entries(doc).map(([k, v]) => [k.toLowerCase(), v]));
+  const doc = mediaType === MEDIA.json ? parseJson(req.body, JSON_OBJECT) : parseXmlBody(req.body);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw badRequest(mediaType === MEDIA.json ? JSON_OBJECT : XML_DOCUMENT);
+  req.body = lowerCaseMembers(doc as Record<string, unknown>);
 }
 
 /** The document element's content, or undefined when the body is not well-formed XML (or too deep for the parser). */
@@ -51,35 +54,47 @@ function parseXmlBody(body: unknown): unknown {
   }
 }
 
-function invalid(message: string): ApiError {
-  return new ApiError('BAD_REQUEST', message);
+// The body schemas, over the lower-cased member names; null is the same as absent. Each rule is
+// a step of `allOf`, so the first broken one (in the order listed) is the one answered.
+
+const member = (name: string, schema: object) => ({ properties: { [name.toLowerCase()]: schema } });
+
+function optionalString(name: string) {
+  return member(name, { type: ['string', 'null'], errorMessage: `${name} must be a string.` });
 }
 
-function optionalString(body: Record<string, unknown>, name: string): string | undefined {
-  const v = body[name.toLowerCase()];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') throw invalid(`${name} must be a string.`);
-  return v;
+function requiredString(name: string) {
+  const required = `${name} is required.`;
+  return {
+    allOf: [
+      optionalString(name),
+      { required: [name.toLowerCase()], ...member(name, { type: 'string', minLength: 1, errorMessage: required }), errorMessage: required },
+    ],
+  };
 }
 
-function requiredString(body: Record<string, unknown>, name: string): string {
-  const v = optionalString(body, name);
-  if (!v) throw invalid(`${name} is required.`);
-  return v;
+const GROUPS_INVALID = 'Groups must be an array of group names without spaces, commas or colons.';
+const GROUPS = member('Groups', {
+  type: ['array', 'null'],
+  items: { type: 'string', pattern: '^[^\\s,:]+$', errorMessage: GROUPS_INVALID },
+  errorMessage: GROUPS_INVALID,
+});
+const LOGIN = member('LoginName', { type: 'string', pattern: '^[^\\s/:]+$', errorMessage: 'LoginName must not contain spaces, slashes or colons.' });
+
+const userBody = (...rules: object[]) => ({ type: 'object', allOf: rules });
+const BODIES = {
+  create: userBody(requiredString('LoginName'), LOGIN, requiredString('Password'), optionalString('FullName'), GROUPS),
+  update: userBody(optionalString('FullName'), GROUPS),
+  resetPassword: userBody(requiredString('NewPassword')),
+  changePassword: userBody(requiredString('CurrentPassword'), requiredString('NewPassword')),
+};
+
+/** Route hook: the account's own user only. */
+async function requireSelf(req: FastifyRequest): Promise<void> {
+  if (principalOf(req).name !== loginParam(req)) throw new ApiError('UNAUTHORIZED');
 }
 
-const GROUP = /^[^\s,:]+$/;
-
-function groupsOf(body: Record<string, unknown>): string[] | undefined {
-  const v = body.groups;
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || !v.every((g) => typeof g === 'string' && GROUP.test(g))) {
-    throw invalid('Groups must be an array of group names without spaces, commas or colons.');
-  }
-  return v as string[];
-}
-
-const LOGIN = /^[^\s/:]+$/;
+type UserBody = Record<string, string | string[] | null | undefined>;
 
 function userData(base: string, a: UserAccount, withLinks: boolean): Record<string, unknown> {
   const url = `${base}/users/${encodeURIComponent(a.loginName)}`;
@@ -98,46 +113,37 @@ function userData(base: string, a: UserAccount, withLinks: boolean): Record<stri
   return data;
 }
 
-function requireAdmin(req: FastifyRequest): Principal {
-  const principal = principalOf(req);
-  if (!isAdmin(principal)) throw new ApiError('UNAUTHORIZED');
-  return principal;
-}
-
 function loginParam(req: FastifyRequest): string {
   return (req.params as { login: string }).login;
 }
 
 export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   const { users } = ctx;
+  const admin = { onRequest: requireAdmin };
+  const withBody = (body: object) => ({ schema: { body }, preValidation: readUserBody });
 
   const list = async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAdmin(req);
     const base = baseUrl(req);
     const data = users.list().sort((a, b) => a.loginName.localeCompare(b.loginName)).map((a) => userData(base, a, true));
     return answer(req, reply, 200, { success: true, error: 'Success', data });
   };
-  app.get('/users', list);
-  app.get('/users/', list);
+  app.get('/users', admin, list);
+  app.get('/users/', admin, list);
 
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
-    requireAdmin(req);
-    const body = readBody(req);
-    const loginName = requiredString(body, 'LoginName');
-    if (!LOGIN.test(loginName)) throw invalid('LoginName must not contain spaces, slashes or colons.');
-    const password = requiredString(body, 'Password');
+    const body = req.body as UserBody;
+    const loginName = body.loginname as string;
     const outcome = await users.create({
-      loginName, password, fullName: optionalString(body, 'FullName') ?? '', groups: groupsOf(body) ?? [],
+      loginName, password: body.password as string, fullName: (body.fullname as string | null) ?? '', groups: (body.groups as string[] | null) ?? [],
     });
     if (outcome === 'conflict') return result(req, reply, loginName, 'Conflict');
     reply.header('Location', `${baseUrl(req)}/users/${encodeURIComponent(loginName)}`);
     return answer(req, reply, 201, { loginName, success: true, error: 'Success' });
   };
-  app.post('/users', create);
-  app.post('/users/', create);
+  app.post('/users', { ...admin, ...withBody(BODIES.create) }, create);
+  app.post('/users/', { ...admin, ...withBody(BODIES.create) }, create);
 
-  app.get('/users/:login', async (req, reply) => {
-    requireAuthenticated(req);
+  app.get('/users/:login', { onRequest: requireAuthenticated }, async (req, reply) => {
     const principal = principalOf(req);
     const login = loginParam(req);
     const current = login === '$current';
@@ -148,17 +154,15 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
     return answer(req, reply, 200, { success: true, error: 'Success', data: userData(baseUrl(req), account, !current) });
   });
 
-  app.put('/users/:login', async (req, reply) => {
-    requireAdmin(req);
+  app.put('/users/:login', { ...admin, ...withBody(BODIES.update) }, async (req, reply) => {
     const login = loginParam(req);
-    const body = readBody(req);
-    const changes = { fullName: optionalString(body, 'FullName'), groups: groupsOf(body) };
+    const body = req.body as UserBody;
+    const changes = { fullName: body.fullname ?? undefined, groups: body.groups ?? undefined };
     const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
     return result(req, reply, login, (await users.update(login, defined)) ? 'Success' : 'NotFound');
   });
 
-  app.delete('/users/:login', async (req, reply) => {
-    requireAdmin(req);
+  app.delete('/users/:login', admin, async (req, reply) => {
     const login = loginParam(req);
     if (!(await users.delete(login))) return result(req, reply, login, 'NotFound');
     return reply.code(204).send();
@@ -166,30 +170,25 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
 
   for (const [command, disabled] of [['enable', false], ['disable', true]] as const) {
     app.route({
-      method: ['PUT', 'POST'], url: `/users/:login/command/${command}`,
+      method: ['PUT', 'POST'], url: `/users/:login/command/${command}`, ...admin,
       handler: async (req, reply) => {
-        requireAdmin(req);
         const login = loginParam(req);
         return result(req, reply, login, (await users.setDisabled(login, disabled)) ? 'Success' : 'NotFound');
       },
     });
   }
 
-  app.post('/users/:login/command/reset-password', async (req, reply) => {
-    requireAdmin(req);
+  app.post('/users/:login/command/reset-password', { ...admin, ...withBody(BODIES.resetPassword) }, async (req, reply) => {
     const login = loginParam(req);
-    const newPassword = requiredString(readBody(req), 'NewPassword');
-    return result(req, reply, login, (await users.resetPassword(login, newPassword)) ? 'Success' : 'NotFound');
+    const { newpassword } = req.body as UserBody;
+    return result(req, reply, login, (await users.resetPassword(login, newpassword as string)) ? 'Success' : 'NotFound');
   });
 
-  app.post('/users/:login/command/change-password', async (req, reply) => {
-    requireAuthenticated(req);
-    const login = loginParam(req);
-    if (principalOf(req).name !== login) throw new ApiError('UNAUTHORIZED');
-    const body = readBody(req);
-    const currentPassword = requiredString(body, 'CurrentPassword');
-    const newPassword = requiredString(body, 'NewPassword');
-    const outcome = await users.changePassword(login, currentPassword, newPassword);
-    return result(req, reply, login, outcome === 'changed' ? 'Success' : outcome === 'denied' ? 'Unauthorized' : 'NotFound');
-  });
+  app.post('/users/:login/command/change-password', { onRequest: [requireAuthenticated, requireSelf], ...withBody(BODIES.changePassword) },
+    async (req, reply) => {
+      const login = loginParam(req);
+      const { currentpassword, newpassword } = req.body as UserBody;
+      const outcome = await users.changePassword(login, currentpassword as string, newpassword as string);
+      return result(req, reply, login, outcome === 'changed' ? 'Success' : outcome === 'denied' ? 'Unauthorized' : 'NotFound');
+    });
 }
