@@ -1,7 +1,8 @@
 // The host of the projection language tests: each run writes the events it is given to a real
 // store (in memory) and runs the query over them the way users run it, as a Projection
 // (src/projections/projection.ts) with the production engine (JsEngine: sandbox, source
-// selection, batch encoding), in OneTime mode so that it completes at the end of the log.
+// selection, batch encoding), in OneTime mode so that it completes at the end of the log (or in
+// the mode asked for: a Continuous run is stopped, with its checkpoint, once it has read the log).
 //
 // What the tests read is recorded where the engine meets the Projection: the events handed to
 // it, each batch's outcome (emitted events, log lines, a fault), the partitions collected after
@@ -68,6 +69,20 @@ export interface RunOptions {
    * at the end.
    */
   checkpoints?: boolean;
+  /** The projection's mode (default OneTime). A Continuous run stops, writing its checkpoint, at the end of the log. */
+  mode?: ProjectionMode;
+  /** Streams to read from the store after the run (results, emitted streams): see RunResult.streams. */
+  streams?: string[];
+}
+
+/** An event as the store holds it after the run. */
+export interface StoredEvent {
+  eventType: string;
+  isJson: boolean;
+  /** The data as text ('' when none). */
+  data: string;
+  /** The metadata as text ('' when none). */
+  metadata: string;
 }
 
 /** An event the engine was handed. */
@@ -115,6 +130,8 @@ export interface RunResult {
   plainEvents?: boolean;
   /** definitionError ?? problem ?? fault message. */
   error?: string;
+  /** Each stream of RunOptions.streams, oldest first, links not resolved ([] when it does not exist). */
+  streams: Record<string, StoredEvent[]>;
 }
 
 /** Parsed final state of a partition (undefined when the partition has no entry). */
@@ -129,7 +146,7 @@ export function resultOf(run: RunResult, partition = ''): unknown {
   return text === undefined ? undefined : text === null ? null : JSON.parse(text);
 }
 
-const NAME = 'under-test';
+export const PROJECTION_NAME = 'under-test';
 const ID = 0;
 const log = createLogger('silent');
 
@@ -147,7 +164,13 @@ export async function runProjection(source: string, specs: InputSpec[] = [], opt
     const fillers = await writeFillers(store, specs);
     if (opts.storedStates || fillers > 0) await leaveCheckpoint(store, opts.storedStates ?? {});
     await writeEvents(store, specs);
-    return await run(store, source, opts);
+    const result = await run(store, source, opts);
+    for (const stream of opts.streams ?? []) {
+      result.streams[stream] = [...store.streamRecords(stream)].map((e) => ({
+        eventType: e.eventType, isJson: e.isJson, data: e.data.toString('utf8'), metadata: e.metadata.toString('utf8'),
+      }));
+    }
+    return result;
   } finally {
     await store.close();
   }
@@ -156,12 +179,14 @@ export async function runProjection(source: string, specs: InputSpec[] = [], opt
 async function run(store: Store, source: string, opts: RunOptions): Promise<RunResult> {
   const result: RunResult = {
     stage: 'definition', delivered: [], states: {}, results: {}, changes: [], outcomes: [], emitted: [], logs: [],
-    handled: 0, processed: 0, fault: null,
+    handled: 0, processed: 0, fault: null, streams: {},
   };
+  const mode = opts.mode ?? 'OneTime';
+  const end = store.headPosition;
   let engine: RecordingEngine | undefined;
   let startError: unknown;
   const projection = newProjection(store, {
-    ...persisted(source, 'OneTime', { emitEnabled: opts.emitEnabled ?? false, checkpointAfterMs: 0, checkpointHandledThreshold: opts.batchSize ?? 1 }),
+    ...persisted(source, mode, { emitEnabled: opts.emitEnabled ?? false, checkpointAfterMs: 0, checkpointHandledThreshold: opts.batchSize ?? 1 }),
     checkpointsEnabled: opts.checkpoints ?? true,
   }, opts, async (p, limits, stored) => {
     for (const [partition, [state, res]] of Object.entries(stored)) {
@@ -177,8 +202,13 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
     }
   });
   await projection.start();
-  await until(() => projection.status === 'Completed' || projection.status === 'Faulted');
-  await projection.stop(false);
+  if (mode === 'Continuous') {
+    await until(() => projection.position >= end || projection.status !== 'Running');
+    await projection.stop(true);
+  } else {
+    await until(() => projection.status === 'Completed' || projection.status === 'Faulted');
+    await projection.stop(false);
+  }
 
   if (!engine) {
     if (!(startError instanceof DefinitionError)) throw startError ?? new Error(`harness: the projection did not start: ${projection.stateReason}`);
@@ -219,7 +249,9 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
   if (result.fault) {
     result.stage = 'faulted';
     result.error = result.fault.message;
-  } else if (projection.status !== 'Completed') throw new Error(`harness: the projection ended ${projection.status}`);
+  } else if (projection.status !== (mode === 'Continuous' ? 'Stopped' : 'Completed')) {
+    throw new Error(`harness: the projection ended ${projection.status}`);
+  }
   await expectAnswers(projection, result);
   return result;
 }
@@ -296,7 +328,7 @@ class RecordingEngine implements Engine {
 
 function persisted(query: string, mode: ProjectionMode, config: Partial<PersistedProjection['config']>): PersistedProjection {
   return {
-    name: NAME, handlerType: 'JS', mode, query, enabled: true, checkpointsEnabled: true, epoch: 0, version: 0, runAs: null,
+    name: PROJECTION_NAME, handlerType: 'JS', mode, query, enabled: true, checkpointsEnabled: true, epoch: 0, version: 0, runAs: null,
     config: { ...DEFAULT_CONFIG, ...config },
   };
 }
