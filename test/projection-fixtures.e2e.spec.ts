@@ -12,13 +12,6 @@ import {
   categoryOf, comparable, expectedStreams, instantiate, loadFixtures, type Fixture, type ReadEvent,
 } from './support/projection-fixtures.js';
 
-/** Fixtures whose expectation the implementation does not meet yet: name -> the defect. Remove each once fixed. */
-const KNOWN_DEFECTS: Record<string, string> = {
-  // §11/§15 and the issue: a query with when() writes one Result per partition at its end.
-  'onetime-filtered-partition': 'phase 2 of a query skips a partition whose result is null: no Result (metadata partition) for it',
-  'transient-xbox-query': 'phase 2 of a query with when() writes its Results only with outputState/transformBy/filterBy: without, only $Eof',
-};
-
 let t: TestNode;
 beforeAll(async () => { t = await startTestNode({ startStandardProjections: true }); }); // fromCategory reads $ce- streams
 afterAll(async () => { await t?.dispose(); });
@@ -97,8 +90,7 @@ const fixtures = await loadFixtures();
 
 describe('projection fixtures, over HTTP (fixtures/projections/)', () => {
   for (const fixture of fixtures) {
-    const defect = KNOWN_DEFECTS[fixture.name];
-    (defect ? it.skip : it)(`${fixture.name} (${fixture.mode})` + (defect ? ` [known defect: ${defect}]` : ''), async () => {
+    it(`${fixture.name} (${fixture.mode})`, async () => {
       const prefix = `fx${randomUUID().slice(0, 8)}`;
       const name = `${prefix}-${fixture.name}`;
       const f = instantiate(fixture, { prefix, name });

@@ -13,15 +13,6 @@ import {
 
 const MODES: Record<Fixture['mode'], ProjectionMode> = { continuous: 'Continuous', onetime: 'OneTime', transient: 'Transient' };
 
-/** Fixtures whose expectation the implementation does not meet yet: name -> the defect. Remove each once fixed. */
-const KNOWN_DEFECTS: Record<string, string> = {
-  // §11/§15 and the issue: a query with when() writes one Result per partition at its end.
-  'onetime-filtered-partition': 'phase 2 of a query skips a partition whose result is null: no Result (metadata partition) for it',
-  'transient-xbox-query': 'phase 2 of a query with when() writes its Results only with outputState/transformBy/filterBy: without, only $Eof',
-  // §11 quirk + the issue: GET state is the state as serialised after the handler.
-  'transform-without-return': 'the state collected for checkpoints is serialised after transformBy mutated it: a stopped or restarted projection answers (and resumes from) {"count":10}, not {"count":11}',
-};
-
 /** Each event, with the link $by_category would write for it (category sources read those). */
 function specsOf(fixture: Fixture): EventSpec[] {
   return fixture.events.map((e) => {
@@ -68,13 +59,8 @@ describe('projection fixtures, in memory (fixtures/projections/)', () => {
     expect(new Set(fixtures.map((f) => f.mode))).toEqual(new Set(['continuous', 'onetime', 'transient']));
   });
 
-  it('each known defect names a fixture', () => {
-    expect(Object.keys(KNOWN_DEFECTS).filter((name) => !fixtures.some((f) => f.name === name))).toEqual([]);
-  });
-
   for (const fixture of fixtures) {
-    const defect = KNOWN_DEFECTS[fixture.name];
-    (defect ? it.skip : it)(`${fixture.name}: ${fixture.about}` + (defect ? ` [known defect: ${defect}]` : ''), async () => {
+    it(`${fixture.name}: ${fixture.about}`, async () => {
       const f = instantiate(fixture, { prefix: 'fx', name: PROJECTION_NAME });
       const streams = expectedStreams(f);
       // Queries run without checkpoints, as they are created over HTTP: they collect once, at the end.

@@ -581,16 +581,15 @@ export class Projection {
     const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
     this.addEmits(writes, tagMeta);
     const main = this.resultStreamName;
-    if (this.definition!.producesResults) {
-      if (this.definition!.handlerOrder.length === 0) this.addResults(writes, tagMeta); // results while running; the end adds only $Eof
-      else {
-        // With handlers, phase 2: one Result per partition, in order of first appearance, root first.
-        this.claim(writes, main);
-        const root = this.partitions.get('');
-        const ordered = root ? [['', root] as const, ...[...this.partitions].filter(([p]) => p !== '')] : [...this.partitions];
-        for (const [partition, v] of ordered) {
-          if (v.result !== null) writes.add(main, event(EVENT.result, v.result, true, { ...tagMeta, ...(partition ? { partition } : {}) }));
-        }
+    if (this.definition!.handlerOrder.length === 0) this.addResults(writes, tagMeta); // results while running; the end adds only $Eof
+    else {
+      // With when, phase 2: one Result per partition (its result, or none when it is null), in
+      // order of first appearance, root first.
+      this.claim(writes, main);
+      const root = this.partitions.get('');
+      const ordered = root ? [['', root] as const, ...[...this.partitions].filter(([p]) => p !== '')] : [...this.partitions];
+      for (const [partition, v] of ordered) {
+        writes.add(main, event(EVENT.result, v.result ?? '', v.result !== null, { ...tagMeta, ...(partition ? { partition } : {}) }));
       }
     }
     this.claim(writes, main);

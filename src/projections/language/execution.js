@@ -211,7 +211,6 @@ export function startExecution(configJson, statesJson) {
     const [state, result] = stored[p];
     states.set(p, state === null ? null : JSON.parse(state));
     serialized.set(p, state);
-    afterHandler.set(p, state);
     if (result !== null) results.set(p, result);
   }
   const use = config.eventUse;
@@ -244,7 +243,10 @@ function collectChanges() {
   const changed = [];
   for (const p of touched) {
     const s = states.get(p);
-    const text = s === null || s === undefined ? null : typeof s === 'string' ? s : stateJson(s, 0);
+    // With results per event, the state as its last handler left it (what a restart resumes from,
+    // as in the reference: a transform's change to the live state is not stored).
+    const text = config.resultsPerEvent && afterHandler.has(p) ? /** @type {string | null} */ (afterHandler.get(p))
+      : s === null || s === undefined ? null : typeof s === 'string' ? s : stateJson(s, 0);
     if (text === serialized.get(p)) continue;
     serialized.set(p, text);
     if (config.resultsPerEvent) {
