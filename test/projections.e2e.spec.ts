@@ -566,6 +566,8 @@ describe('query and config', () => {
     });
     expect(doc.definition).toMatchObject({ allStreams: true, byStream: true, events: [type] });
     expect(doc.definition).not.toHaveProperty('allEvents');
+    // options: only what options() set (nothing here); the effective result stream is in outputConfig.
+    expect(doc.definition.options).toEqual({ resultStreamName: null });
     const viaTrue = await http(t, `${p(name)}/query?config=true`);
     expect(viaTrue.status).toBe(200);
     expect(await viaTrue.json()).toEqual(doc);
@@ -613,6 +615,7 @@ describe('query and config', () => {
     for (const field of ['emitEnabled', 'trackEmittedStreams', 'checkpointAfterMs', 'checkpointHandledThreshold',
       'checkpointUnhandledBytesThreshold', 'pendingEventsThreshold', 'maxWriteBatchLength', 'maxAllowedWritesInFlight',
       'projectionExecutionTimeout']) expect(config, field).toHaveProperty(field);
+    expect(config.msgTypeId).toBe(300); // the established server's leaked member, which clients assert
     const wanted = {
       emitEnabled: true, trackEmittedStreams: true, checkpointAfterMs: 0, checkpointHandledThreshold: 10,
       checkpointUnhandledBytesThreshold: 5000, pendingEventsThreshold: 100, maxWriteBatchLength: 50,
@@ -636,6 +639,20 @@ describe('query and config', () => {
     expect(await (await http(t, `${p(name)}/config`)).json()).toMatchObject(wanted);
     const doc = await (await http(t, `${p(name)}/query?config=yes`)).json();
     expect(doc).toMatchObject({ emitEnabled: true, trackEmittedStreams: true });
+  });
+
+  it("GET query?config=yes: definition.options holds exactly what the query's options() set; outputTo is not an option", async () => {
+    const set = uniq('opts');
+    await createOk('continuous', set, `options({ resultStreamName: '${set}-out', $includeLinks: true, biState: true, processingLag: 0 });
+      fromAll().when({ $init: function () { return {}; } }).outputState()`);
+    const withOptions = await (await http(t, `${p(set)}/query?config=yes`)).json();
+    expect(withOptions.definition.options).toEqual({ resultStreamName: `${set}-out`, $includeLinks: true, biState: true, processingLag: 0 });
+    expect(withOptions.outputConfig).toEqual({ resultStreamName: `${set}-out` });
+    const routed = uniq('opts');
+    await createOk('continuous', routed, `fromAll().when({ $init: function () { return {}; } }).outputState().outputTo('${routed}-out')`);
+    const viaOutputTo = await (await http(t, `${p(routed)}/query?config=yes`)).json();
+    expect(viaOutputTo.definition.options).toEqual({ resultStreamName: null });
+    expect(viaOutputTo.outputConfig).toEqual({ resultStreamName: `${routed}-out` });
   });
 
   it('trackemittedstreams without emit is forced off', async () => {

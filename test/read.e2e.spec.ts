@@ -307,7 +307,7 @@ describe('embed levels', () => {
 
   const read = (embed?: string) => feed(`/streams/${s}${embed === undefined ? '' : `?embed=${embed}`}`);
 
-  it.each([undefined, 'none', 'bogus', 'PrettyBody'])('embed=%s adds nothing', async (embed) => {
+  it.each([undefined, 'none', 'None', 'bogus'])('embed=%s adds nothing', async (embed) => {
     const doc = await read(embed);
     expect(doc.entries).toHaveLength(5);
     for (const e of doc.entries) {
@@ -367,13 +367,16 @@ describe('embed levels', () => {
     expect(e4.isMetaData).toBe(false);
   });
 
-  it('embed is case-insensitive', async () => {
+  it('embed is case-insensitive, for every value the seed lists', async () => {
     const doc = await read('Body');
     expect(entryOf(doc, `1@${s}`).data).toBe(rawJson);
+    expect(entryOf(await read('Content'), `1@${s}`).content).toBeDefined();
+    expect(entryOf(await read('Rich'), `1@${s}`)).toHaveProperty('eventType');
+    expect(entryOf(await read('TryHarder'), `2@${s}`).data).toBe('plain text');
   });
 
-  it('embed=pretty re-indents JSON data', async () => {
-    const doc = await read('pretty');
+  it.each(['pretty', 'PrettyBody', 'prettybody'])('embed=%s re-indents JSON data', async (embed) => {
+    const doc = await read(embed);
     expect(entryOf(doc, `1@${s}`).data).toBe(JSON.stringify({ c: 3, d: [4, 5] }, null, 2));
     const e0 = entryOf(doc, `0@${s}`);
     expect(e0.data).toBe(JSON.stringify(jsonData, null, 2));

@@ -12,8 +12,10 @@ export type Embed = 'none' | 'content' | 'rich' | 'body' | 'pretty' | 'tryharder
 const EMBEDS: readonly Embed[] = ['none', 'content', 'rich', 'body', 'pretty', 'tryharder'];
 const LEVEL = Object.fromEntries(EMBEDS.map((e, i) => [e, i])) as Record<Embed, number>;
 
+/** `?embed=`, any case: None, Content, Rich, Body, PrettyBody (or Pretty), TryHarder; anything else is none. */
 export function parseEmbed(value: string | undefined): Embed {
-  const v = value?.toLowerCase() as Embed | undefined;
+  const lower = value?.toLowerCase();
+  const v = (lower === 'prettybody' ? 'pretty' : lower) as Embed | undefined;
   return v && EMBEDS.includes(v) ? v : 'none';
 }
 

@@ -121,6 +121,8 @@ function statistics(base: string, p: Projection): Record<string, unknown> {
 function configOf(p: Projection): Record<string, unknown> {
   const c = p.persisted.config;
   return {
+    // The established server leaks its message type id into this answer, and clients' own tests assert it.
+    msgTypeId: 300,
     emitEnabled: c.emitEnabled, trackEmittedStreams: c.trackEmittedStreams, checkpointAfterMs: c.checkpointAfterMs,
     checkpointHandledThreshold: c.checkpointHandledThreshold, checkpointUnhandledBytesThreshold: c.checkpointUnhandledBytesThreshold,
     pendingEventsThreshold: c.pendingEventsThreshold, maxWriteBatchLength: c.maxWriteBatchLength,
@@ -161,17 +163,8 @@ function queryConfig(p: Projection): Record<string, unknown> {
     if (d.categories.length) definition.categories = d.categories;
     if (d.events.length) definition.events = d.events;
     if (d.streams.length) definition.streams = d.streams;
-    const options: Record<string, unknown> = {};
-    if (d.resultStreamName) options.resultStreamName = d.resultStreamName;
-    if (d.includeLinks) options.$includeLinks = true;
-    if (d.reorderEvents) options.reorderEvents = true;
-    if (d.processingLag) options.processingLag = d.processingLag;
-    if (d.biState) options.biState = true;
-    if (d.definesFold) options.definesFold = true;
-    if (d.producesResults) options.producesResults = true;
-    if (d.definesStateTransform) options.definesStateTransform = true;
-    if (d.handlesDeletedNotifications) options.handlesDeletedNotifications = true;
-    definition.options = options;
+    // Only what the query's options() set; the effective result stream is in outputConfig.
+    definition.options = { resultStreamName: null, ...(d.optionsSet ?? {}) };
   }
   const out: Record<string, unknown> = { name: p.name, query: p.persisted.query, type: 'JS' };
   if (p.persisted.config.emitEnabled) out.emitEnabled = true;

@@ -63,13 +63,13 @@ function checkMetadataEvents(events: ProposedEvent[]): void {
 }
 
 async function appendAndAnswer(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string,
-  events: ProposedEvent[]): Promise<FastifyReply> {
+  events: ProposedEvent[], status: 200 | 201 = 201): Promise<FastifyReply> {
   requireAccess(ctx, req, 'w', streamId); // refuses $all for everyone
   booleanHeader(req, 'RequireLeader', false); // a single node is always the leader; the header is only validated
   if (isMetastream(streamId)) checkMetadataEvents(events);
   const result = await ctx.store.append(streamId, expectedVersion(req), events);
-  reply.raw.statusMessage = 'Created';
-  return reply.code(201).header('Location', eventUrl(baseUrl(req), streamId, result.firstEventNumber)).send();
+  reply.raw.statusMessage = status === 201 ? 'Created' : 'OK';
+  return reply.code(status).header('Location', eventUrl(baseUrl(req), streamId, result.firstEventNumber)).send();
 }
 
 export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): void {
@@ -102,7 +102,8 @@ export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): voi
     if (!mediaType || !INCOMING_TYPES.includes(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
     const eventId = parseUuid(req.params.guid)!;
     const eventType = headerEventType(req);
-    return appendAndAnswer(ctx, req, reply, streamId, [singleEvent(body(req), mediaType, eventId, eventType, maxEventSize)]);
+    // The seed's answer for the idempotent URL is 200 (with the Location of the event, as 201 has).
+    return appendAndAnswer(ctx, req, reply, streamId, [singleEvent(body(req), mediaType, eventId, eventType, maxEventSize)], 200);
   });
 
   app.post<{ Params: StreamParams }>('/streams/:stream/metadata', METADATA_WRITE, async (req, reply) => {
