@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  ExpectedVersion, isMetastream, metadataProblem, metastreamOf, newUuid, parseUuid, formatUuid,
+  ExpectedVersion, isMetastream, METADATA_EVENT_TYPE, metadataProblem, metastreamOf, newUuid, parseUuid, formatUuid,
   type ProposedEvent,
 } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
@@ -109,18 +109,18 @@ export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): voi
   app.post<{ Params: StreamParams }>('/streams/:stream/metadata', METADATA_WRITE, async (req, reply) => {
     const streamId = req.params.stream;
     const type = customHeader(req, 'EventType');
-    if (type !== undefined && type !== '$metadata') throw badRequest('Bad Request. You should not include an event type for metadata.');
+    if (type !== undefined && type !== METADATA_EVENT_TYPE) throw badRequest('Bad Request. You should not include an event type for metadata.');
     const mediaType = requestMediaType(req);
     if (!mediaType) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
     let events: ProposedEvent[];
     if (ARRAY_TYPES.includes(mediaType)) {
-      events = eventsOf(req.body as EventArray, maxEventSize).map((e) => ({ ...e, eventType: '$metadata' }));
+      events = eventsOf(req.body as EventArray, maxEventSize).map((e) => ({ ...e, eventType: METADATA_EVENT_TYPE }));
     } else if (mediaType === MEDIA.json) {
       const idHeader = customHeader(req, 'EventId');
       if (!idHeader) throw badRequest("Empty eventId provided. (Parameter 'eventId')");
       const eventId = parseUuid(idHeader);
       if (!eventId) throw badRequest('SVC-EventId header in wrong format.');
-      events = [singleEvent(body(req), mediaType, eventId, '$metadata', maxEventSize)];
+      events = [singleEvent(body(req), mediaType, eventId, METADATA_EVENT_TYPE, maxEventSize)];
     } else {
       throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
     }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, isMetastream, newUuid, WrongExpectedVersionError, type Store, type EventRecord,
+  ExpectedVersion, isMetastream, metastreamOf, newUuid, WrongExpectedVersionError, type Store, type EventRecord,
 } from '../store/index.js';
 import { hashPassword, verifyPassword, type PasswordHash } from './password.js';
 import { ADMINS, OPS, userPrincipal, type Principal } from './principal.js';
@@ -184,7 +184,7 @@ export class UserStore {
   private follow(records: readonly EventRecord[]): void {
     for (const r of records) {
       if (r.streamId.startsWith(USER_STREAM_PREFIX)) this.reload(r.streamId.slice(USER_STREAM_PREFIX.length));
-      else if (isMetastream(r.streamId) && r.streamId.startsWith(`$$${USER_STREAM_PREFIX}`)) {
+      else if (isMetastream(r.streamId) && r.streamId.startsWith(metastreamOf(USER_STREAM_PREFIX))) {
         this.reload(r.streamId.slice(2 + USER_STREAM_PREFIX.length)); // a deleted account
       }
     }
