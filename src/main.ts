@@ -1,5 +1,6 @@
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { startNode, VERSION } from './node.js';
+import { staleSource } from './build-check.js';
 
 // `npm start` entry: read the configuration, start one node; SIGINT/SIGTERM shut it down
 // cleanly, SIGHUP reloads the configuration (log level, certificates).
@@ -12,6 +13,11 @@ async function main(argv: string[]): Promise<void> {
   if (argv.includes('--version')) {
     process.stdout.write(`${VERSION}\n`);
     return;
+  }
+  const stale = staleSource();
+  if (stale) {
+    process.stderr.write(`The build in dist/ is older than the sources (src/${stale} changed since): run \`npm run build\`, then start again.\n`);
+    process.exit(2);
   }
   const read = () => loadConfig(argv, process.env);
   let loaded;

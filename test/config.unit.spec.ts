@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, helpText, loadConfig, OPTIONS } from '../src/config/index.js';
+import { staleSource } from '../src/build-check.js';
 
 function yamlFile(text: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'svc-config-')), 'config.yaml');
@@ -70,5 +71,30 @@ describe('configuration', () => {
       expect(text).toContain(`--${flag}`);
     }
     expect(text).toContain('default: 2113; YAML: HttpPort; environment: SVC_HTTP_PORT');
+  });
+});
+
+describe('the build check of npm start', () => {
+  it('finds a source newer than its compiled file, or one with none; a current build passes', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-build-'));
+    try {
+      mkdirSync(join(root, 'src', 'store'), { recursive: true });
+      mkdirSync(join(root, 'dist', 'src', 'store'), { recursive: true });
+      writeFileSync(join(root, 'src', 'main.ts'), '');
+      writeFileSync(join(root, 'src', 'store', 'log.ts'), '');
+      writeFileSync(join(root, 'src', 'types.d.ts'), '');
+      const old = new Date(Date.now() - 60_000);
+      for (const f of ['src/main.ts', 'src/store/log.ts']) utimesSync(join(root, f), old, old);
+      writeFileSync(join(root, 'dist', 'src', 'main.js'), '');
+      const distSrc = join(root, 'dist', 'src');
+      expect(staleSource(distSrc)).toBe(join('store', 'log.ts')); // not compiled at all
+      writeFileSync(join(root, 'dist', 'src', 'store', 'log.js'), '');
+      expect(staleSource(distSrc)).toBeUndefined();
+      const later = new Date(Date.now() + 60_000);
+      utimesSync(join(root, 'src', 'main.ts'), later, later); // edited after the build
+      expect(staleSource(distSrc)).toBe('main.ts');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -167,6 +167,25 @@ describe('projection settings', () => {
   }, 30_000);
 });
 
+describe('bounded memory of a projection', () => {
+  it('emitting to more streams than it remembers (10,000) keeps every stream in order and tracks each once', async () => {
+    const src = uniq('many-streams');
+    const out = uniq('ms');
+    const name = uniq('many-streams-p');
+    await createWithConfig(name, `fromStream('${src}').when({ Go: (s, e) => {
+        for (let i = 0; i < 12000; i++) emit('${out}-' + i, 'Out', { round: e.body.round }); } })`,
+      { trackEmittedStreams: true }, true);
+    await appendOk(src, [newEvent('Go', { round: 1 })]);
+    await eventually(async () => expect(await streamLength(`${out}-11999`)).toBe(1), 60_000);
+    // The second round meets streams whose claim the projection forgot: they are checked again, not refused.
+    await appendOk(src, [newEvent('Go', { round: 2 })]);
+    await eventually(async () => expect(await streamLength(`${out}-11999`)).toBe(2), 60_000);
+    for (const i of [0, 1, 5000, 11999]) expect(await streamLength(`${out}-${i}`)).toBe(2);
+    expect((await stats(name)).status).toBe('Running');
+    expect(await streamLength(`$projections-${name}-emittedstreams`)).toBe(12000);
+  }, 120_000);
+});
+
 describe('projection statistics move with the work', () => {
   it('readsInProgress, bufferedEvents, writesInProgress, writePendingEvents{Before,After}Checkpoint and checkpointStatus leave their idle values', async () => {
     const src = uniq('busy');

@@ -11,9 +11,9 @@ const dirs: string[] = [];
 const stores: Store[] = [];
 
 async function openStore(dir = mkdtempSync(join(tmpdir(), 'svc-store-')), chunkSize = 256 * 1024 * 1024,
-  logCacheBytes?: number, maxEventBytes?: number): Promise<Store> {
+  logCacheBytes?: number, maxEventBytes?: number, streamInfoCacheSize?: number): Promise<Store> {
   dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes, maxEventBytes });
+  const store = await Store.open({ dir, inMemory: false, chunkSize, logCacheBytes, maxEventBytes, streamInfoCacheSize });
   stores.push(store);
   return store;
 }
@@ -214,6 +214,37 @@ describe('store', () => {
     expect(view(cached)).toEqual(expected);
     expect(cached.readCounters.cachedRecord).toBeGreaterThan(0);
     expect(cached.readCounters.notCachedRecord).toBeGreaterThan(0);
+  });
+});
+
+describe('stream informations in bounded memory', () => {
+  it('keeps at most the cache size in memory; every stream reads and appends right, also after a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    const store = await openStore(dir, undefined, undefined, undefined, 100);
+    for (let i = 0; i < 1000; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => store.append(`many-${i + j}`, ExpectedVersion.noStream, [event('A'), event('B')])));
+    }
+    expect(store.streamInfoCache.cached).toBeLessThanOrEqual(100);
+    expect(store.streamCount).toBe(1000);
+    const check = async (s: Store) => {
+      for (let i = 0; i < 1000; i += 97) {
+        const page = s.readStreamForward(`many-${i}`, 0, 10);
+        expect(page.status === 'ok' && page.events.map((e) => e.event!.eventType)).toEqual(['A', 'B']);
+      }
+      // Expected versions are checked against what RocksDB holds for streams the cache forgot.
+      await expect(s.append('many-3', ExpectedVersion.exact(0), [event('C')])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+      await expect(s.append('many-3', ExpectedVersion.noStream, [event('C')])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+      expect(s.streamInfoCache.cached).toBeLessThanOrEqual(100);
+    };
+    await check(store);
+    expect((await store.append('many-7', ExpectedVersion.exact(1), [event('C')])).firstEventNumber).toBe(2);
+    await store.close();
+    const reopened = await openStore(dir, undefined, undefined, undefined, 100);
+    expect(reopened.streamCount).toBe(1000);
+    expect(reopened.streamInfoCache.cached).toBe(0); // nothing is loaded at start
+    await check(reopened);
+    expect(reopened.streamInfo('many-7')?.lastEventNumber).toBe(2);
+    expect(reopened.streamInfo('never-written')).toBeUndefined();
   });
 });
 

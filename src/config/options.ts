@@ -30,6 +30,10 @@ export const OPTIONS = {
     kind: 'bool', group: 'Database', default: false,
     help: 'Keep the database in memory only (tmpfs); nothing survives a restart.',
   },
+  streamInfoCacheSize: {
+    kind: 'int', group: 'Database', default: 100_000, min: 100, max: 100_000_000,
+    help: 'Streams whose information (number, last event number) is kept in memory; the others are read from the database when used.',
+  },
   chunkSize: {
     kind: 'size', group: 'Database', default: 256 * 1024 * 1024, min: 4096, max: 2 ** 40,
     help: 'Size in bytes of a chunk: the range of log positions the scavenger weighs and rewrites as a unit.',

@@ -4,7 +4,8 @@ import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
 import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type StreamWrite } from './writer.js';
-import { loadStreams, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
+import { loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
+import { StreamInfos } from './stream-infos.js';
 import type { ExpectedVersion } from './expected-version.js';
 import type { EventRecord } from './record.js';
 
@@ -33,6 +34,8 @@ export interface StoreOptions {
   logCacheBytes?: number;
   /** Largest data + metadata of one event (the `maxAppendSize` option); every writer is held to it. */
   maxEventBytes?: number;
+  /** Stream informations kept in memory (the rest are read from RocksDB when needed). */
+  streamInfoCacheSize?: number;
 }
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -48,7 +51,7 @@ export class Store {
 
   private readonly tail: LogTailCache;
 
-  private constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
+  private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
     maxEventBytes: number) {
     const tail = new LogTailCache(logCacheBytes);
@@ -64,7 +67,7 @@ export class Store {
   static async open(options: StoreOptions): Promise<Store> {
     const rocks = await Rocks.open(options.dir, options.inMemory);
     const checkpoint = loadWriterCheckpoint(rocks);
-    const streams = loadStreams(rocks);
+    const streams = new StreamInfos(rocks, options.streamInfoCacheSize);
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
       options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
     store.warmTail(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
@@ -101,12 +104,17 @@ export class Store {
   }
 
   get streamCount(): number {
-    return this.streams.size;
+    return this.checkpoint.nextStreamNumber - 1; // every stream ever created has its number, and keeps it
   }
 
   /** The position after the last record: where the next write goes, and where `$all` ends. */
   get headPosition(): number {
     return this.checkpoint.nextPosition;
+  }
+
+  /** The stream informations held in memory (bounded by `streamInfoCacheSize`). */
+  get streamInfoCache(): { readonly cached: number; readonly hits: number; readonly misses: number } {
+    return this.streams;
   }
 
   get writerStats() {

@@ -6,6 +6,7 @@ import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
 export { LINK_EVENT_TYPE };
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
+import type { StreamInfos } from './stream-infos.js';
 import { isVisibleIn, visibilityOf, type Visibility } from './visibility.js';
 import {
   EMPTY_METADATA, isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, parseMetadata, type StreamMetadata,
@@ -57,7 +58,7 @@ export class Reader {
   private metadataCacheBytes = 0;
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
-  constructor(private readonly rocks: Rocks, private readonly streams: Map<string, StreamInfo>,
+  constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, private readonly tail: LogTailCache) {}
 
   streamInfo(streamId: string): StreamInfo | undefined {

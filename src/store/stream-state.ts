@@ -1,8 +1,7 @@
-import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
-import { metaKey, readU64, SPACE, spaceEnd, spaceStart, streamKey, streamNameOfKey, writeU64 } from './keys.js';
+import { metaKey, readU64, streamKey, writeU64 } from './keys.js';
 
-/** What the writer needs to know of a stream, kept in memory for every stream and persisted per write. */
+/** What the writer needs to know of a stream: persisted with every write, the recent ones cached (stream-infos.ts). */
 export interface StreamInfo {
   readonly streamNumber: number;
   /** Last event number written (-1: none). A soft delete keeps it; numbering continues after it. */
@@ -22,7 +21,7 @@ export function encodeStreamInfo(info: StreamInfo): Buffer {
   return buf;
 }
 
-function decodeStreamInfo(buf: Buffer): StreamInfo {
+export function decodeStreamInfo(buf: Buffer): StreamInfo {
   return { streamNumber: readU64(buf, 0), lastEventNumber: buf.readDoubleBE(8), tombstoned: buf[16] === 1 };
 }
 
@@ -47,23 +46,6 @@ export function loadWriterCheckpoint(rocks: Rocks): WriterCheckpoint {
   const buf = rocks.get(WRITER_CHECKPOINT_KEY);
   if (!buf) return { nextPosition: 0, nextStreamNumber: 1, recordCount: 0 };
   return { nextPosition: readU64(buf, 0), nextStreamNumber: readU64(buf, 8), recordCount: readU64(buf, 16) };
-}
-
-/** Loads every stream's info (one range scan over the STREAM space, in pages). */
-export function loadStreams(rocks: Rocks): Map<string, StreamInfo> {
-  const streams = new Map<string, StreamInfo>();
-  let from = spaceStart(SPACE.STREAM);
-  const end = spaceEnd(SPACE.STREAM);
-  for (;;) {
-    const { keys, values } = rocks.scan({ gt: from, lt: end, limit: 10_000 });
-    for (let i = 0; i < keys.length; i++) {
-      streams.set(streamNameOfKey(keys[i]), decodeStreamInfo(values[i]));
-    }
-    if (keys.length < 10_000) break;
-    from = keys[keys.length - 1];
-    assert(from.length > 0);
-  }
-  return streams;
 }
 
 export function streamInfoOp(name: string, info: StreamInfo): readonly [Buffer, Buffer] {

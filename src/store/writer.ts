@@ -9,6 +9,7 @@ import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
   type StreamInfo, type WriterCheckpoint,
 } from './stream-state.js';
+import type { StreamInfos } from './stream-infos.js';
 import {
   isMetastream, isSoftDeleted, METADATA_EVENT_TYPE, metastreamOf, originalStreamOf, SOFT_DELETED_TB_TEXT, type StreamMetadata,
 } from './metadata.js';
@@ -58,7 +59,7 @@ export interface WriterDeps {
   rocks: Rocks;
   /** The in-memory tail of the log, extended with every durable commit. */
   tail: LogTailCache;
-  streams: Map<string, StreamInfo>;
+  streams: StreamInfos;
   checkpoint: WriterCheckpoint;
   chunkSize: number;
   /** The write door's limits (write-rules.ts). */
