@@ -24,8 +24,11 @@ export interface Engine {
    * next batch while the engine works on the current one.
    */
   encode(batch: Selected[]): unknown;
-  /** Handles one encoded batch; state changes stay inside until collect(). */
-  process(encoded: unknown): Promise<BatchOutcome>;
+  /**
+   * Handles one encoded batch; state changes stay inside until collect(), or, with `collect`,
+   * come back in the outcome (one call instead of two when a checkpoint will follow the batch).
+   */
+  process(encoded: unknown, collect?: boolean): Promise<BatchOutcome>;
   /** The partitions changed since the last collection, serialised. */
   collect(): Promise<ChangedPartition[]>;
   /** The live state and result of one partition. */
@@ -73,8 +76,8 @@ export class JsEngine implements Engine {
     return this.encoder.encode(batch);
   }
 
-  process(encoded: unknown): Promise<BatchOutcome> {
-    return this.sandbox.process(encoded as string, false);
+  process(encoded: unknown, collect = false): Promise<BatchOutcome> {
+    return this.sandbox.process(encoded as string, collect);
   }
 
   collect(): Promise<ChangedPartition[]> {

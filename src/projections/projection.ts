@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import {
   LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type Store,
 } from '../store/index.js';
-import type { BatchOutcome, EmittedEvent } from './sandbox.js';
+import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
 import { eventFilterOf, type EventFilter } from './definition.js';
@@ -303,7 +303,9 @@ export class Projection {
       this.unhandledBytes += batch.unhandledBytes;
       if (batch.count > 0) {
         const started = performance.now();
-        const processing = engine.process(batch.encoded);
+        // A checkpoint will follow this batch: collect the changed partitions with it (one sandbox call, not two).
+        const collectNow = this.checkpoints && this.handledSinceCheckpoint + batch.count >= this.persisted.config.checkpointHandledThreshold;
+        const processing = engine.process(batch.encoded, collectNow);
         // While the sandbox works on this batch, read the next one.
         if (!batch.caughtUp) {
           next = this.prepare(batch.nextPosition);
@@ -343,9 +345,13 @@ export class Projection {
 
   /** Brings the host's copy of the changed partitions up to date from the sandbox. */
   private async collect(): Promise<void> {
-    if (!this.engine || this.engine.disposed) return;
+    if (!this.engine || this.engine.disposed || this.partitionsTouched === 0) return; // nothing changed since the last collection
     const changed = await this.engine.collect();
     this.partitionsTouched = 0;
+    this.applyChanges(changed);
+  }
+
+  private applyChanges(changed: readonly ChangedPartition[]): void {
     for (const [partition, state, result] of changed) {
       this.checkStateSize(partition, state, result);
       if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
@@ -425,6 +431,7 @@ export class Projection {
     this.eventsProcessedAfterRestart += outcome.processed;
     this.handledSinceCheckpoint += outcome.handled;
     this.partitionsTouched = outcome.touched ?? 0;
+    this.applyChanges(outcome.changed);
     if (outcome.handled > 0) this.touchedSinceCheckpoint = true;
     for (const line of outcome.logs) this.log.debug({ projection: this.name }, line);
     for (const reason of outcome.skipped ?? []) this.skip(reason);
