@@ -11,6 +11,8 @@ export const CEILING_MAIN = fileURLToPath(new URL('./ceiling-server.js', import.
 
 export interface Server {
   url: string;
+  /** The child's process id (to read its memory from /proc). */
+  pid: number;
   /** Stops the process (SIGTERM, so the node closes RocksDB and a --cpu-prof profile is written). */
   stop(): Promise<void>;
 }
@@ -70,6 +72,7 @@ export async function startServer(name: string, script: string, args: string[], 
   }
   return {
     url,
+    pid: child.pid!,
     async stop() {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -1,0 +1,134 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { NODE_MAIN, startServer, type Server } from './processes.js';
+import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
+
+// The scale scenario (issue 13): the data set a user has — a million events over a hundred
+// thousand streams, written 10 per append — and twenty continuous projections of four kinds with
+// the system projections running. Reports how long the twenty take to catch up together, the
+// node's memory during and after, and how long `node dist/src/main.js` takes on that data until a
+// stream read answers and all twenty are Running again. BENCH_SCALE_EVENTS, BENCH_SCALE_STREAMS
+// shrink it.
+
+const EVENTS = Number(process.env.BENCH_SCALE_EVENTS ?? 1_000_000);
+const STREAMS = Number(process.env.BENCH_SCALE_STREAMS ?? 100_000);
+const PER_APPEND = 10;
+const CATEGORIES = 10;
+const TARGETS = { startSeconds: 3, rssMb: 400, catchUpSeconds: 60 };
+const AUTH = { Authorization: `Basic ${Buffer.from('admin:changeit').toString('base64')}` };
+const QUERIES = [
+  (i: number) => `fromAll().when({ $init: () => ({ n: 0, sum: 0 }), Added: (s, e) => { s.n++; s.sum += e.body.v + ${i}; } })`,
+  () => `fromAll().partitionBy(e => e.streamId).when({ $init: () => ({ n: 0 }), Added: (s) => { s.n++; } })`,
+  (i: number) => `fromCategory('cat${i % CATEGORIES}').foreachStream().when({ $init: () => ({ n: 0 }), Added: (s, e) => { s.n += e.body.v; } })`,
+  () => `fromAll().partitionBy(e => e.body.key).when({ $init: () => ({ n: 0 }), Added: (s) => { s.n++; } })`,
+];
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function event(i: number): ProposedEvent {
+  return { eventId: newUuid(), eventType: 'Added', isJson: true, data: Buffer.from(`{"v":${i % 100},"key":"k${i % 1000}"}`), metadata: Buffer.alloc(0) };
+}
+
+async function prewrite(dir: string): Promise<void> {
+  const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024 });
+  const inFlight: Promise<unknown>[] = [];
+  for (let i = 0; i < EVENTS; i += PER_APPEND) {
+    const n = (i / PER_APPEND) % STREAMS;
+    const events = Array.from({ length: Math.min(PER_APPEND, EVENTS - i) }, (_, j) => event(i + j));
+    inFlight.push(store.append(`cat${n % CATEGORIES}-${n}`, ExpectedVersion.any, events));
+    if (inFlight.length >= 200) await Promise.all(inFlight.splice(0));
+  }
+  await Promise.all(inFlight);
+  await store.close();
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+interface Listed { name: string; status: string; progress: number; eventsProcessedAfterRestart: number }
+
+async function projections(server: Server): Promise<Listed[]> {
+  const res = await fetch(`${server.url}/projections/any`, { headers: AUTH });
+  return ((await res.json()) as { projections: Listed[] }).projections;
+}
+
+/**
+ * The events a projection must handle to have caught up with the data set. Not `progress`: the
+ * log keeps growing with the projections' own checkpoints while they catch up.
+ */
+function expectedEvents(name: string): number {
+  const i = Number(name.slice('scale-'.length));
+  return i % QUERIES.length === 2 ? EVENTS / CATEGORIES : EVENTS;
+}
+
+async function main(): Promise<void> {
+  log(`scale bench: ${EVENTS.toLocaleString('en-US')} events over ${STREAMS.toLocaleString('en-US')} streams, 20 projections + the system projections`);
+  const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? '/tmp', 'svc-bench-scale-'));
+  try {
+    let t = performance.now();
+    await prewrite(dir);
+    log(`  written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const args = ['--db', dir, '--log-level', 'warn'];
+    let server = await startServer('node', NODE_MAIN, args);
+    // The system projections first ($by_category feeds the category projections).
+    let peakRss = 0;
+    t = performance.now();
+    while (!(await projections(server)).every((p) => p.progress >= 100)) {
+      peakRss = Math.max(peakRss, rssMb(server.pid));
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const systemSeconds = (performance.now() - t) / 1000;
+    log(`  system projections caught up in ${systemSeconds.toFixed(1)} s`);
+    t = performance.now();
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${server.url}/projections/continuous?name=scale-${i}`, { method: 'POST', headers: AUTH, body: QUERIES[i % QUERIES.length](i) });
+      if (res.status !== 201) throw new Error(`creating scale-${i}: ${res.status} ${await res.text()}`);
+    }
+    for (;;) {
+      peakRss = Math.max(peakRss, rssMb(server.pid));
+      const list = (await projections(server)).filter((p) => p.name.startsWith('scale-'));
+      if (list.some((p) => p.status.startsWith('Faulted'))) throw new Error(`a projection faulted: ${JSON.stringify(list)}`);
+      if (list.length === 20 && list.every((p) => p.eventsProcessedAfterRestart >= expectedEvents(p.name))) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const catchUpSeconds = (performance.now() - t) / 1000;
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssAfter = rssMb(server.pid);
+    await server.stop();
+
+    t = performance.now();
+    server = await startServer('node', NODE_MAIN, args);
+    for (;;) {
+      const read = await fetch(`${server.url}/streams/cat0-0`, { headers: { ...AUTH, Accept: 'application/vnd.eventstore.atom+json' } });
+      const list = (await projections(server)).filter((p) => p.name.startsWith('scale-'));
+      if (read.status === 200 && list.length === 20 && list.every((p) => p.status === 'Running')) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const startSeconds = (performance.now() - t) / 1000;
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssRestarted = rssMb(server.pid);
+    await server.stop();
+
+    const summed = (20 * EVENTS) / catchUpSeconds;
+    const rows = [
+      ['20 projections catching up together', `${catchUpSeconds.toFixed(1)} s (${Math.round(summed).toLocaleString('en-US')} events/s summed)`, `≤ ${TARGETS.catchUpSeconds} s`, catchUpSeconds <= TARGETS.catchUpSeconds ? 'PASS' : 'MISS'],
+      ['RSS, peak during the catch-ups', `${Math.round(peakRss)} MB`, `≤ ${TARGETS.rssMb} MB`, peakRss <= TARGETS.rssMb ? 'PASS' : 'MISS'],
+      ['RSS after the catch-up', `${Math.round(rssAfter)} MB`, `≤ ${TARGETS.rssMb} MB`, rssAfter <= TARGETS.rssMb ? 'PASS' : 'MISS'],
+      ['start: a stream read answers and all 20 are Running', `${startSeconds.toFixed(2)} s`, `≤ ${TARGETS.startSeconds} s`, startSeconds <= TARGETS.startSeconds ? 'PASS' : 'MISS'],
+      ['RSS after the restart', `${Math.round(rssRestarted)} MB`, `≤ ${TARGETS.rssMb} MB`, rssRestarted <= TARGETS.rssMb ? 'PASS' : 'MISS'],
+      ['system projections catching up (before the 20)', `${systemSeconds.toFixed(1)} s`, 'reported', ''],
+    ];
+    log('\nResults');
+    log('| measure | value | target | result |\n| --- | --- | --- | --- |');
+    for (const r of rows) log(`| ${r.join(' | ')} |`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`scale bench failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});
