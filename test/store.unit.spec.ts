@@ -324,9 +324,9 @@ describe('the write door', () => {
   }
 
   it('measures JSON depth outside strings only', () => {
-    expect(jsonDepthExceeds('[[["[[[[", "]"]]]', 3)).toBe(false);
-    expect(jsonDepthExceeds('[[[["\\"]]]]', 3)).toBe(true);
-    expect(jsonDepthExceeds('{"a":{"b":{"c":"\\\"[[[[[["}}}', 3)).toBe(false);
+    expect(jsonDepthExceeds(Buffer.from('[[["[[[[", "]"]]]'), 3)).toBe(false);
+    expect(jsonDepthExceeds(Buffer.from('[[[["\\"]]]]'), 3)).toBe(true);
+    expect(jsonDepthExceeds(Buffer.from('{"a":{"b":{"c":"\\\"[[[[[["}}}'), 3)).toBe(false);
     expect(jsonDepthExceeds(Buffer.from('[{"a":[{"b":1}]}]'), 4)).toBe(false);
     expect(jsonDepthExceeds(Buffer.from('[{"a":[{"b":[]}]}]'), 4)).toBe(true);
   });

@@ -101,7 +101,7 @@ export class JsEngine implements Engine {
  * §15: a continuous projection writes a result for each change; a query (one-time, transient)
  * writes running results only when it has no handlers, and otherwise one per partition at the end.
  */
-export function writesRunningResults(definition: SourceDefinition, mode: ProjectionMode): boolean {
+function writesRunningResults(definition: SourceDefinition, mode: ProjectionMode): boolean {
   return definition.producesResults && (mode === 'Continuous' || definition.handlerOrder.length === 0);
 }
 

@@ -11,14 +11,12 @@ import type { EventRecord } from './record.js';
 
 export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
-export {
-  InvalidWriteError, MAX_EVENT_TYPE_BYTES, MAX_JSON_DEPTH, MAX_STREAM_NAME_BYTES, jsonDepthExceeds, shownName,
-  streamNameProblem, type WriteRule,
-} from './write-rules.js';
+export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
 export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite } from './writer.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
-export { originalOf, parseLinkTarget, LINK_EVENT_TYPE } from './reader.js';
+export { originalOf, parseLinkTarget } from './reader.js';
+export { LINK_EVENT_TYPE } from './record.js';
 export type { Commit } from './bus.js';
 export type { StreamInfo } from './stream-state.js';
 export * from './metadata.js';
@@ -113,7 +111,7 @@ export class Store {
   }
 
   /** The stream informations held in memory (bounded by `streamInfoCacheSize`). */
-  get streamInfoCache(): { readonly cached: number; readonly hits: number; readonly misses: number } {
+  get streamInfoCache(): { readonly cached: number } {
     return this.streams;
   }
 

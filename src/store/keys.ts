@@ -47,10 +47,6 @@ export function streamKey(name: string): Buffer {
   return key;
 }
 
-export function streamNameOfKey(key: Buffer): string {
-  return key.toString('utf8', 1);
-}
-
 export function eventIdKey(streamNumber: number, eventId: Buffer): Buffer {
   const key = Buffer.allocUnsafe(25);
   key[0] = SPACE.EVENT_ID;
@@ -63,11 +59,7 @@ export function metaKey(name: string): Buffer {
   return Buffer.concat([Buffer.of(SPACE.META), Buffer.from(name, 'ascii')]);
 }
 
-/** The smallest key of a space, and the first key after it: [spaceStart, spaceEnd). */
-export function spaceStart(space: number): Buffer {
-  return Buffer.of(space);
-}
-
+/** The first key after a space (the space's keys all start with its byte). */
 export function spaceEnd(space: number): Buffer {
   return Buffer.of(space + 1);
 }

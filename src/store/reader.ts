@@ -2,8 +2,6 @@ import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
-
-export { LINK_EVENT_TYPE };
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
 import type { StreamInfos } from './stream-infos.js';

@@ -17,8 +17,6 @@ export class StreamInfos {
   private young = new Map<string, StreamInfo | null>();
   private old = new Map<string, StreamInfo | null>();
   private readonly generation: number;
-  hits = 0;
-  misses = 0;
 
   constructor(private readonly rocks: Rocks, capacity = DEFAULT_STREAM_INFO_CACHE) {
     this.generation = Math.max(1, Math.floor(capacity / 2));
@@ -29,12 +27,11 @@ export class StreamInfos {
     if (cached === undefined) {
       cached = this.old.get(name);
       if (cached === undefined) {
-        this.misses++;
         const stored = this.rocks.get(streamKey(name));
         cached = stored ? decodeStreamInfo(stored) : null;
-      } else this.hits++;
+      }
       this.remember(name, cached);
-    } else this.hits++;
+    }
     return cached ?? undefined;
   }
 

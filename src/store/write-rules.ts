@@ -142,11 +142,7 @@ const OPEN_BRACE = 0x7b, OPEN_BRACKET = 0x5b, CLOSE_BRACE = 0x7d, CLOSE_BRACKET 
  * no allocation; brackets inside strings do not count. Text that is not JSON is measured the same
  * way (a bracket outside quotes nests), which only ever errs on the side of refusing.
  */
-export function jsonDepthExceeds(text: Buffer | string, max: number): boolean {
-  if (typeof text === 'string') {
-    if (text.length <= max) return false;
-    text = Buffer.from(text, 'utf8');
-  }
+export function jsonDepthExceeds(text: Buffer, max: number): boolean {
   if (text.length <= max) return false; // each level takes a byte
   let depth = 0;
   let inString = false;
