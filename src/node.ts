@@ -15,6 +15,8 @@ import { loadCertificates, type CertificateSet } from './tls/certificates.js';
 import { VERSION } from './version.js';
 import { ProjectionManager, type RunProjections } from './projections/manager.js';
 import { SubscriptionService } from './subscriptions/service.js';
+import { Scavenger } from './scavenge/scavenger.js';
+import { join } from 'node:path';
 
 export { VERSION };
 
@@ -61,10 +63,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
   });
   const subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));
+  let port = 0;
+  const scavenger = new Scavenger(store, {
+    stateDir: join(store.location, 'scavenging'), chunkSize: config.chunkSize, disableMerging: config.disableScavengeMerging,
+    historyMaxAgeDays: config.scavengeHistoryMaxAge, backendPageSize: config.scavengeBackendPageSize,
+    backendCacheSize: config.scavengeBackendCacheSize, streamCacheCapacity: config.scavengeHashUsersCacheCapacity,
+    nodeEndpoint: () => `${config.httpIp}:${port}`,
+  }, childLogger(log, 'scavenge'));
+  if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();
   let app: FastifyInstance | undefined;
-  let port = 0;
   let closing: Promise<void> | undefined;
   let reloading = false;
 
@@ -81,6 +90,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
+      await scavenger.close();
       await subscriptions.stop();
       await projections.stop();
       users.stop();
@@ -139,11 +149,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await subscriptions.start();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger }, { https });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
     stats.stop();
+    await scavenger.close();
     await subscriptions.stop();
     await projections.stop();
     await app?.close();

@@ -7,6 +7,7 @@ import type { Config, ConfigSource, OptionName } from '../config/index.js';
 import type { StatsCollector } from '../stats/collector.js';
 import type { ProjectionManager } from '../projections/manager.js';
 import type { SubscriptionService } from '../subscriptions/service.js';
+import type { Scavenger } from '../scavenge/scavenger.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).
@@ -36,6 +37,7 @@ export interface ApiContext {
   node: NodeControl;
   projections: ProjectionManager;
   subscriptions: SubscriptionService;
+  scavenger: Scavenger;
 }
 
 declare module 'fastify' {

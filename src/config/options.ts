@@ -114,6 +114,30 @@ export const OPTIONS = {
     kind: 'size', group: 'Database', default: 4 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
     help: 'Largest data + metadata of one event, in bytes; larger events answer 413.',
   },
+  disableScavengeMerging: {
+    kind: 'bool', group: 'Scavenge', default: false,
+    help: 'Do not merge adjacent scavenged chunks whose remaining bytes fit in one chunk (merging only joins entries of the chunk table: no data moves).',
+  },
+  scavengeHistoryMaxAge: {
+    kind: 'int', group: 'Scavenge', default: 30, min: 1, max: 36500,
+    help: 'Days the scavenge history streams ($scavenges, $scavenges-{id}) are kept ($maxAge).',
+  },
+  alwaysKeepScavenged: {
+    kind: 'bool', group: 'Scavenge', default: false,
+    help: 'Deprecated and without effect: a scavenged chunk is always kept (records are removed in place). Accepted with a warning.',
+  },
+  scavengeBackendPageSize: {
+    kind: 'size', group: 'Scavenge', default: 16 * 1024, min: 1024, max: 1024 * 1024,
+    help: 'Block size in bytes of the scavenge state database (its own RocksDB under <db>/scavenging).',
+  },
+  scavengeBackendCacheSize: {
+    kind: 'size', group: 'Scavenge', default: 64 * 1024 * 1024, min: 0, max: 2 ** 40,
+    help: 'Block cache in bytes of the scavenge state database.',
+  },
+  scavengeHashUsersCacheCapacity: {
+    kind: 'int', group: 'Scavenge', default: 100_000, min: 1, max: 100_000_000,
+    help: 'Streams whose scavenge data (metadata, tombstone, discard points) is kept in memory while a scavenge runs; the others are read from the scavenge database.',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionName = keyof typeof OPTIONS;
