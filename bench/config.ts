@@ -2,7 +2,8 @@ import { tmpdir } from 'node:os';
 
 // The knobs of one bench run, all from the environment so `npm run bench` needs no arguments.
 
-export type ScenarioId = 'a' | 'b' | 'c';
+const SCENARIO_IDS = ['a', 'b', 'c', 'd'] as const;
+export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 export interface BenchConfig {
   /** Measured seconds per scenario and server. */
@@ -28,9 +29,9 @@ function number(name: string, fallback: number, min: number): number {
 
 function scenarios(): ScenarioId[] {
   const raw = process.env.BENCH_ONLY;
-  if (!raw) return ['a', 'b', 'c'];
+  if (!raw) return [...SCENARIO_IDS];
   const ids = raw.split(',').map((s) => s.trim());
-  for (const id of ids) if (id !== 'a' && id !== 'b' && id !== 'c') throw new Error(`BENCH_ONLY: unknown scenario '${id}'`);
+  for (const id of ids) if (!(SCENARIO_IDS as readonly string[]).includes(id)) throw new Error(`BENCH_ONLY: unknown scenario '${id}'`);
   return ids as ScenarioId[];
 }
 

@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { cpuMs } from './cpu.js';
 import type { Scenario } from './workload.js';
 
 // One autocannon run, reduced to the numbers the report needs. Only 2xx answers count as
@@ -15,14 +16,19 @@ export interface Measurement {
   errors: number;
   timeouts: number;
   statusCodes: Record<string, number>;
+  /** The server's CPU time (user + system, all its threads) per successful request, in µs; NaN if unknown. */
+  cpuPerRequestUs: number;
 }
 
 export interface LoadOptions {
   seconds: number;
   connections: number;
+  /** The server's process, to measure its CPU time. */
+  pid?: number;
 }
 
 export async function runLoad(url: string, scenario: Scenario, options: LoadOptions): Promise<Measurement> {
+  const cpuBefore = options.pid === undefined ? undefined : cpuMs(options.pid);
   const result = await autocannon({
     url,
     connections: options.connections,
@@ -32,6 +38,8 @@ export async function runLoad(url: string, scenario: Scenario, options: LoadOpti
   const statusCodes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(result.statusCodeStats)) statusCodes[code] = Number(count);
   const reqPerSec = result['2xx'] / result.duration;
+  const cpuAfter = options.pid === undefined ? undefined : cpuMs(options.pid);
+  const cpu = cpuBefore === undefined || cpuAfter === undefined ? NaN : cpuAfter - cpuBefore;
   return {
     reqPerSec,
     eventsPerSec: reqPerSec * scenario.eventsPerRequest,
@@ -41,6 +49,7 @@ export async function runLoad(url: string, scenario: Scenario, options: LoadOpti
     errors: result.errors,
     timeouts: result.timeouts,
     statusCodes,
+    cpuPerRequestUs: result['2xx'] > 0 ? (cpu * 1000) / result['2xx'] : NaN,
   };
 }
 

@@ -3,9 +3,9 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { benchConfig, type BenchConfig } from './config.js';
 import { failures, measure, type Measurement } from './load.js';
-import { CEILING_MAIN, NODE_MAIN, startServer } from './processes.js';
+import { CEILING_MAIN, NODE_MAIN, startServer, type Server } from './processes.js';
 import { details, errorBanner, markdownTable, textTable, type Row } from './report.js';
-import { samplePage, seedReadStreams } from './seed.js';
+import { sampleReads, seedReadStreams, type ReadSamples } from './seed.js';
 import { SCENARIOS, type Scenario } from './workload.js';
 
 // `npm run bench`: the node (real data dir, sync writes) and then the bare-fastify ceiling,
@@ -16,11 +16,11 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 
 type Results = Map<Scenario, { measured: Measurement; warmupFailures: number }>;
 
-async function runAll(url: string, label: string, scenarios: Scenario[], config: BenchConfig): Promise<Results> {
+async function runAll(server: Server, label: string, scenarios: Scenario[], config: BenchConfig): Promise<Results> {
   const results: Results = new Map();
   for (const scenario of scenarios) {
     log(`  ${label} (${scenario.id}) ${scenario.title}: ${config.warmupSeconds}s warm-up + ${config.seconds}s ...`);
-    const result = await measure(url, scenario, config);
+    const result = await measure(server.url, scenario, { ...config, pid: server.pid });
     const failed = failures(result.measured) + result.warmupFailures;
     if (failed > 0) log(`  !!! ${label} (${scenario.id}): ${failed} requests FAILED`);
     results.set(scenario, result);
@@ -28,8 +28,8 @@ async function runAll(url: string, label: string, scenarios: Scenario[], config:
   return results;
 }
 
-/** Node phase: returns its results and, if reads ran, a real page for the ceiling to serve. */
-async function benchNode(scenarios: Scenario[], config: BenchConfig): Promise<{ results: Results; page: string | undefined }> {
+/** Node phase: returns its results and, if reads ran, the real answers the ceiling is to serve. */
+async function benchNode(scenarios: Scenario[], config: BenchConfig): Promise<{ results: Results; samples: ReadSamples | undefined }> {
   const dir = mkdtempSync(join(config.dataParent, 'svc-bench-'));
   const nodeArgs = config.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', config.cpuProfDir] : [];
   log(`node: data in ${dir}${config.cpuProfDir ? `, CPU profile to ${config.cpuProfDir}` : ''}`);
@@ -37,13 +37,13 @@ async function benchNode(scenarios: Scenario[], config: BenchConfig): Promise<{ 
     // The streams API alone: the system projections' indexing is measured by the projection bench.
     const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'], nodeArgs);
     try {
-      let page: string | undefined;
-      if (scenarios.some((s) => s.id === 'c')) {
+      let samples: ReadSamples | undefined;
+      if (scenarios.some((s) => s.id === 'c' || s.id === 'd')) {
         log('  seeding the read streams ...');
         await seedReadStreams(server.url);
-        page = await samplePage(server.url);
+        samples = await sampleReads(server.url);
       }
-      return { results: await runAll(server.url, 'node', scenarios, config), page };
+      return { results: await runAll(server, 'node', scenarios, config), samples };
     } finally {
       await server.stop();
     }
@@ -52,20 +52,23 @@ async function benchNode(scenarios: Scenario[], config: BenchConfig): Promise<{ 
   }
 }
 
-async function benchCeiling(scenarios: Scenario[], page: string | undefined, config: BenchConfig): Promise<Results> {
+async function benchCeiling(scenarios: Scenario[], samples: ReadSamples | undefined, config: BenchConfig): Promise<Results> {
   const dir = mkdtempSync(join(config.dataParent, 'svc-bench-ceiling-'));
   try {
     const args: string[] = [];
-    if (page !== undefined) {
-      writeFileSync(join(dir, 'page.json'), page);
-      args.push('--get-body', join(dir, 'page.json'));
-      log(`ceiling: bare fastify, GET answers a captured ${page.length}-byte page`);
+    if (samples !== undefined) {
+      writeFileSync(join(dir, 'page.json'), samples.page.body);
+      writeFileSync(join(dir, 'event.json'), samples.event.body);
+      args.push('--get-body', join(dir, 'page.json'), '--get-type', samples.page.type,
+        '--get-event-body', join(dir, 'event.json'), '--get-event-type', samples.event.type);
+      log(`ceiling: bare fastify, GET answers a captured ${samples.page.body.length}-byte page `
+        + `and a ${samples.event.body.length}-byte event`);
     } else {
       log('ceiling: bare fastify');
     }
     const server = await startServer('ceiling', CEILING_MAIN, args);
     try {
-      return await runAll(server.url, 'ceiling', scenarios, config);
+      return await runAll(server, 'ceiling', scenarios, config);
     } finally {
       await server.stop();
     }
@@ -84,7 +87,7 @@ async function main(): Promise<void> {
   if (load > 0.5) log(`WARNING: load average is ${load.toFixed(2)} before the bench starts; results will be noisy`);
 
   const node = await benchNode(scenarios, config);
-  const ceiling = await benchCeiling(scenarios, node.page, config);
+  const ceiling = await benchCeiling(scenarios, node.samples, config);
 
   const rows: Row[] = scenarios.map((scenario) => {
     const n = node.results.get(scenario)!;

@@ -1,8 +1,9 @@
 import {
-  appendBody, AUTHORIZATION, EVENTS_JSON, EVENTS_PER_READ_STREAM, READ_PAGE, READ_STREAMS, readStreamName,
+  appendBody, AUTHORIZATION, EVENTS_JSON, EVENTS_PER_READ_STREAM, READ_EVENT_ACCEPT, READ_PAGE, READ_PAGE_ACCEPT, READ_STREAMS,
+  readStreamName,
 } from './workload.js';
 
-// Pre-writes the streams scenario (c) reads, before any measurement, so reads hit full pages
+// Pre-writes the streams scenarios (c) and (d) read, before any measurement, so reads hit full pages
 // of a store that already holds data rather than an empty one.
 
 const SEED_CONCURRENCY = 16;
@@ -28,10 +29,19 @@ export async function seedReadStreams(url: string): Promise<void> {
   await Promise.all(Array.from({ length: SEED_CONCURRENCY }, worker));
 }
 
-/** One real page, as the ceiling server's GET answer: same size and shape on the wire. */
-export async function samplePage(url: string): Promise<string> {
-  const res = await fetch(`${url}/streams/${readStreamName(0)}/0/forward/${READ_PAGE}?embed=body`, {
-    headers: { Authorization: AUTHORIZATION, Accept: 'application/json' },
-  });
-  return check(res, 'sample page');
+export interface Answer { body: string; type: string }
+
+/** Real answers of the read scenarios, for the ceiling server to serve: same size and shape on the wire. */
+export interface ReadSamples { page: Answer; event: Answer }
+
+async function sample(url: string, path: string, accept: string): Promise<Answer> {
+  const res = await fetch(`${url}${path}`, { headers: { Authorization: AUTHORIZATION, Accept: accept } });
+  return { body: await check(res, `sample ${path}`), type: res.headers.get('content-type') ?? accept };
+}
+
+export async function sampleReads(url: string): Promise<ReadSamples> {
+  return {
+    page: await sample(url, `/streams/${readStreamName(0)}/0/forward/${READ_PAGE}?embed=body`, READ_PAGE_ACCEPT),
+    event: await sample(url, `/streams/${readStreamName(0)}/0`, READ_EVENT_ACCEPT),
+  };
 }

@@ -12,6 +12,9 @@ export const WRITE_STREAMS = 1000;
 export const READ_STREAMS = 1000;
 export const EVENTS_PER_READ_STREAM = 100;
 export const READ_PAGE = 20;
+export const READ_PAGE_ACCEPT = 'application/json';
+/** A single event as an Atom entry with its content, as event-store clients read one. */
+export const READ_EVENT_ACCEPT = 'application/vnd.eventstore.atom+json';
 
 export interface Scenario {
   id: ScenarioId;
@@ -59,7 +62,7 @@ function appends(id: ScenarioId, count: number): Scenario {
 }
 
 /** Full 20-event pages with bodies embedded, from random pre-written streams. */
-const reads: Scenario = {
+const pageReads: Scenario = {
   id: 'c',
   title: `read ${READ_PAGE}-event pages`,
   eventsPerRequest: READ_PAGE,
@@ -67,7 +70,7 @@ const reads: Scenario = {
     const pages = EVENTS_PER_READ_STREAM / READ_PAGE;
     return [{
       method: 'GET',
-      headers: { Authorization: AUTHORIZATION, Accept: 'application/json' },
+      headers: { Authorization: AUTHORIZATION, Accept: READ_PAGE_ACCEPT },
       setupRequest(request) {
         const stream = readStreamName(Math.floor(Math.random() * READ_STREAMS));
         const from = Math.floor(Math.random() * pages) * READ_PAGE;
@@ -78,8 +81,27 @@ const reads: Scenario = {
   },
 };
 
+/** Single events of random pre-written streams. */
+const singleReads: Scenario = {
+  id: 'd',
+  title: 'read single events',
+  eventsPerRequest: 1,
+  requests() {
+    return [{
+      method: 'GET',
+      headers: { Authorization: AUTHORIZATION, Accept: READ_EVENT_ACCEPT },
+      setupRequest(request) {
+        const stream = readStreamName(Math.floor(Math.random() * READ_STREAMS));
+        request.path = `/streams/${stream}/${Math.floor(Math.random() * EVENTS_PER_READ_STREAM)}`;
+        return request;
+      },
+    }];
+  },
+};
+
 export const SCENARIOS: Record<ScenarioId, Scenario> = {
   a: appends('a', 1),
   b: appends('b', 100),
-  c: reads,
+  c: pageReads,
+  d: singleReads,
 };
