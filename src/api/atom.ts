@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { XMLBuilder } from 'fast-xml-parser';
 import { formatUuid, LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type ResolvedEvent } from '../store/index.js';
@@ -24,12 +23,18 @@ export const EMPTY_UPDATED = '0001-01-01T00:00:00Z';
 
 /** UTC XML dateTime from µs since the epoch, fraction trimmed of trailing zeros. */
 export function formatUpdated(createdMicros: number): string {
+  // The events of one commit share their time: a page of them formats it once.
+  if (createdMicros === lastFormatted.micros) return lastFormatted.text;
   const ms = Math.floor(createdMicros / 1000);
   const iso = new Date(ms).toISOString(); // 2024-05-01T10:00:00.123Z
   const micros = Math.floor(createdMicros - ms * 1000);
   const fraction = (iso.slice(20, 23) + String(micros).padStart(3, '0')).replace(/0+$/, '');
-  return `${iso.slice(0, 19)}${fraction ? `.${fraction}` : ''}Z`;
+  const text = `${iso.slice(0, 19)}${fraction ? `.${fraction}` : ''}Z`;
+  lastFormatted = { micros: createdMicros, text };
+  return text;
 }
+
+let lastFormatted = { micros: NaN, text: '' };
 
 export interface Link { uri: string; relation: string; type?: null }
 
@@ -65,40 +70,72 @@ function target(e: ResolvedEvent): { streamId: string; eventNumber: number } {
   return parseLinkTarget(e.link!.data) ?? { streamId: e.link!.streamId, eventNumber: e.link!.eventNumber };
 }
 
-/**
- * Splices stored JSON text into a serialised document without parsing and re-serialising it:
- * the value is a marker string while the document is stringified, then the marker is replaced
- * by the raw text. The marker carries a per-process random nonce, so stored data cannot forge one.
- */
-export class RawJson {
-  private static readonly nonce = randomBytes(8).toString('hex');
-  private readonly texts: string[] = [];
-
-  mark(text: string): string {
-    this.texts.push(text);
-    return `\u0000${RawJson.nonce}:${this.texts.length - 1}\u0000`;
-  }
-
-  stringify(value: unknown): string {
-    const json = JSON.stringify(value);
-    if (this.texts.length === 0) return json;
-    return json.replace(new RegExp(`"\\\\u0000${RawJson.nonce}:(\\d+)\\\\u0000"`, 'g'), (_, i: string) => this.texts[Number(i)]);
-  }
+/** What every representation of an entry shows; `content` is the event whose content goes with it, if any. */
+interface EntryHead {
+  title: string;
+  url: string;
+  updated: string;
+  summary: string;
+  content: EventRecord | undefined;
 }
 
-/** The content object of an event; with `raw`, JSON data is spliced in as stored instead of parsed. */
-export function contentOf(event: EventRecord, raw?: RawJson): Record<string, unknown> {
-  let data: unknown;
-  if (raw && event.dataIsJson) data = raw.mark(event.data.toString('utf8'));
-  else data = event.isJson ? parseJson(event.data) : event.data.toString('utf8');
+function entryHead(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean): EntryHead {
+  const { streamId, eventNumber } = target(e);
+  const original = e.link ?? e.event!;
+  // A feed shows no content for a resolved link; a single event always shows its own.
+  const includeContent = e.event && !(e.link && !withContent) && (withContent || LEVEL[embed] >= LEVEL.content);
+  return {
+    title: `${eventNumber}@${streamId}`,
+    url: eventUrl(base, streamId, eventNumber),
+    updated: formatUpdated(original.created),
+    summary: e.link ? LINK_EVENT_TYPE : e.event!.eventType,
+    content: includeContent && (withContent || e.event!.isJson) ? e.event : undefined,
+  };
+}
+
+/** The content object of an event (for XML, which builds its documents from objects). */
+export function contentOf(event: EventRecord): Record<string, unknown> {
   return {
     eventStreamId: event.streamId,
     eventNumber: event.eventNumber,
     eventType: event.eventType,
     eventId: formatUuid(event.eventId),
-    data,
+    data: event.isJson ? parseJson(event.data) : event.data.toString('utf8'),
     metadata: event.metadata.length > 0 ? parseJson(event.metadata) : '',
   };
+}
+
+// The JSON representation is written as text, field by field in the order clients have always
+// seen (they are compared byte for byte), instead of building objects for JSON.stringify: stored
+// JSON data is spliced in as it is, and a 20-entry page costs a few string concatenations per
+// entry. Measured on bench (c): building and stringifying the objects was ~30% of a page read.
+
+/** A string (or null) as JSON. */
+function str(value: string | null): string {
+  return value === null ? 'null' : JSON.stringify(value);
+}
+
+const AUTHOR_JSON = JSON.stringify(AUTHOR);
+
+function linksJson(links: readonly Link[]): string {
+  let out = '';
+  for (const l of links) out += `${out ? ',' : ''}{"uri":${str(l.uri)},"relation":${str(l.relation)},"type":null}`;
+  return `[${out}]`;
+}
+
+/** Parsed JSON (or the text, when it does not parse) written back as compact JSON. */
+function reserialised(bytes: Buffer): string {
+  return JSON.stringify(parseJson(bytes));
+}
+
+/** The content object of an event as JSON; JSON data goes in as stored. */
+export function contentJson(event: EventRecord): string {
+  let data: string;
+  if (event.dataIsJson) data = event.data.toString('utf8');
+  else data = event.isJson ? reserialised(event.data) : str(event.data.toString('utf8'));
+  const metadata = event.metadata.length > 0 ? reserialised(event.metadata) : '""';
+  return `{"eventStreamId":${str(event.streamId)},"eventNumber":${event.eventNumber},"eventType":${str(event.eventType)},`
+    + `"eventId":"${formatUuid(event.eventId)}","data":${data},"metadata":${metadata}}`;
 }
 
 function reindent(text: string): string {
@@ -109,15 +146,12 @@ function reindent(text: string): string {
   }
 }
 
-function richFields(e: ResolvedEvent, embed: Embed): Record<string, unknown> {
+/** The fields `embed=rich` and above add to an entry, as JSON members (a leading comma each). */
+function richJson(e: ResolvedEvent, embed: Embed): string {
   const event = e.event;
   const position = e.link ?? e.event!;
-  const out: Record<string, unknown> = {};
-  if (event) {
-    out.eventId = formatUuid(event.eventId);
-    out.eventType = event.eventType;
-    out.eventNumber = event.eventNumber;
-  }
+  let out = '';
+  if (event) out += `,"eventId":"${formatUuid(event.eventId)}","eventType":${str(event.eventType)},"eventNumber":${event.eventNumber}`;
   const level = LEVEL[embed];
   let isJson = event?.isJson ?? false;
   let data: string | null = null;
@@ -137,66 +171,36 @@ function richFields(e: ResolvedEvent, embed: Embed): Record<string, unknown> {
   const metaText = event && level >= LEVEL.body && event.metadata.length > 0 ? event.metadata.toString('utf8') : null;
   const linkMetaText = e.link && e.event && level >= LEVEL.body && e.link.metadata.length > 0
     ? e.link.metadata.toString('utf8') : null;
-  out.data = data;
-  out.metaData = metaText !== null && level >= LEVEL.pretty ? reindent(metaText) : metaText;
-  out.linkMetaData = linkMetaText;
-  if (event) out.streamId = event.streamId;
-  out.isJson = isJson;
-  out.isRedacted = false;
-  out.isMetaData = metaText !== null;
-  out.isLinkMetaData = linkMetaText !== null;
-  out.positionEventNumber = position.eventNumber;
-  out.positionStreamId = position.streamId;
-  return out;
+  out += `,"data":${str(data)},"metaData":${str(metaText !== null && level >= LEVEL.pretty ? reindent(metaText) : metaText)}`
+    + `,"linkMetaData":${str(linkMetaText)}`;
+  if (event) out += `,"streamId":${str(event.streamId)}`;
+  return `${out},"isJson":${isJson},"isRedacted":false,"isMetaData":${metaText !== null},"isLinkMetaData":${linkMetaText !== null}`
+    + `,"positionEventNumber":${position.eventNumber},"positionStreamId":${str(position.streamId)}`;
 }
 
-export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean, raw?: RawJson): Record<string, unknown> {
-  const { streamId, eventNumber } = target(e);
-  const url = eventUrl(base, streamId, eventNumber);
-  const original = e.link ?? e.event!;
-  const entry: Record<string, unknown> = {
-    title: `${eventNumber}@${streamId}`,
-    id: url,
-    updated: formatUpdated(original.created),
-    author: AUTHOR,
-    summary: e.link ? LINK_EVENT_TYPE : e.event!.eventType,
-    retryCount: null,
-    content: null,
-  };
-  const includeContent = e.event && !(e.link && !withContent) && (withContent || LEVEL[embed] >= LEVEL.content);
-  if (includeContent && (withContent || e.event!.isJson)) entry.content = contentOf(e.event!, raw);
-  entry.links = [link(url, 'edit'), link(url, 'alternate')];
-  if (LEVEL[embed] >= LEVEL.rich) Object.assign(entry, richFields(e, embed));
-  return entry;
+/** One entry as JSON; a competing-consumer lease sets its retry count and adds its ack/nack links. */
+export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean,
+  lease?: { retryCount: number; links: Link[] }): string {
+  const head = entryHead(base, e, embed, withContent);
+  const url = str(head.url);
+  const leaseLinks = lease ? linksJson(lease.links) : '';
+  const links = `{"uri":${url},"relation":"edit","type":null},{"uri":${url},"relation":"alternate","type":null}`
+    + (lease && lease.links.length > 0 ? `,${leaseLinks.slice(1, -1)}` : '');
+  return `{"title":${str(head.title)},"id":${url},"updated":"${head.updated}","author":${AUTHOR_JSON},`
+    + `"summary":${str(head.summary)},"retryCount":${lease ? lease.retryCount : 'null'},`
+    + `"content":${head.content ? contentJson(head.content) : 'null'},"links":[${links}]`
+    + `${LEVEL[embed] >= LEVEL.rich ? richJson(e, embed) : ''}}`;
 }
 
 /** The feed as atom+json text (compact; event data spliced in as stored). */
 export function feedJsonText(base: string, feed: FeedModel, embed: Embed): string {
-  const raw = new RawJson();
-  return raw.stringify(feedJson(base, feed, embed, raw));
-}
-
-export function feedJson(base: string, feed: FeedModel, embed: Embed, raw?: RawJson): Record<string, unknown> {
-  return {
-    title: feed.title,
-    id: feed.id,
-    updated: feed.updated,
-    streamId: feed.streamId,
-    author: AUTHOR,
-    headOfStream: feed.headOfStream,
-    selfUrl: feed.selfUrl,
-    eTag: feed.eTag,
-    links: feed.links,
-    entries: feed.entries.map((e, i) => {
-      const entry = entryJson(base, e, embed, false, raw);
-      const lease = feed.leases?.[i];
-      if (lease) {
-        entry.retryCount = lease.retryCount;
-        (entry.links as Link[]).push(...lease.links);
-      }
-      return entry;
-    }),
-  };
+  let entries = '';
+  for (let i = 0; i < feed.entries.length; i++) {
+    entries += `${i > 0 ? ',' : ''}${entryJson(base, feed.entries[i], embed, false, feed.leases?.[i])}`;
+  }
+  return `{"title":${str(feed.title)},"id":${str(feed.id)},"updated":${str(feed.updated)},"streamId":${str(feed.streamId)},`
+    + `"author":${AUTHOR_JSON},"headOfStream":${feed.headOfStream},"selfUrl":${str(feed.selfUrl)},"eTag":${str(feed.eTag)},`
+    + `"links":${linksJson(feed.links)},"entries":[${entries}]}`;
 }
 
 const xmlBuilder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: true });
@@ -221,14 +225,14 @@ function xmlLinks(links: Link[]): object[] {
 
 function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean,
   lease?: { retryCount: number; links: Link[] }): Record<string, unknown> {
-  const json = entryJson(base, e, withContent ? 'content' : 'none', withContent);
+  const head = entryHead(base, e, withContent ? 'content' : 'none', withContent);
   const entry: Record<string, unknown> = {
-    title: json.title, id: json.id, updated: json.updated, author: AUTHOR, summary: json.summary,
+    title: head.title, id: head.url, updated: head.updated, author: AUTHOR, summary: head.summary,
     ...(lease ? { retryCount: lease.retryCount } : {}),
-    link: xmlLinks([...(json.links as Link[]), ...(lease?.links ?? [])]),
+    link: xmlLinks([link(head.url, 'edit'), link(head.url, 'alternate'), ...(lease?.links ?? [])]),
   };
-  if (json.content) {
-    const c = json.content as Record<string, unknown>;
+  if (head.content) {
+    const c = contentOf(head.content);
     entry.content = { '@_type': 'application/xml', ...c, data: xmlValue(c.data), metadata: xmlValue(c.metadata) };
   }
   return entry;

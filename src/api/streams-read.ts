@@ -7,7 +7,7 @@ import { ApiError } from './errors.js';
 import { booleanHeader } from './headers.js';
 import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
 import {
-  contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, RawJson, sendFeed, simpleXml,
+  contentJson, contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, sendFeed, simpleXml,
   type FeedModel, type Link,
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
@@ -148,14 +148,12 @@ function sendEvent(reply: FastifyReply, req: FastifyRequest, base: string, media
       return typed(mediaType).send(entryXml(base, e));
     case MEDIA.atomJsonK: case MEDIA.atomJsonL: {
       const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
-      const raw = new RawJson();
-      return typed(mediaType).send(raw.stringify(entryJson(base, e, embed, true, raw)));
+      return typed(mediaType).send(entryJson(base, e, embed, true));
     }
     case MEDIA.json:
       return typed(mediaType).send(formatBody(event));
     case MEDIA.eventJsonK: case MEDIA.eventJsonL:
-      const raw = new RawJson();
-      return typed(mediaType).send(raw.stringify(contentOf(event, raw)));
+      return typed(mediaType).send(contentJson(event));
     case MEDIA.textXml: case MEDIA.appXml:
       return typed(mediaType).send(simpleXml('data', contentOf(event).data));
     case MEDIA.eventXml:
