@@ -215,6 +215,51 @@ describe('store', () => {
     expect(cached.readCounters.cachedRecord).toBeGreaterThan(0);
     expect(cached.readCounters.notCachedRecord).toBeGreaterThan(0);
   });
+
+  it('stream pages and single events read the same from memory and from RocksDB, at every window, also after a restart', async () => {
+    // A cache of ~30 records: every stream is partly in memory and partly not, and the window moves as writes go on.
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    let cached = await openStore(dir, 256 * 1024 * 1024, 6000);
+    const uncached = await openStore(undefined, 256 * 1024 * 1024, 0);
+    const both = async (write: (s: Store) => Promise<unknown>) => {
+      await write(cached);
+      await write(uncached);
+    };
+    for (let i = 0; i < 60; i++) {
+      const e = [event('T', { i }), event('U', { i })];
+      if (!(i > 40 && i % 5 === 3)) await both((s) => s.append(`w-${i % 5}`, ExpectedVersion.any, e)); // w-3 is hard-deleted at 40
+      if (i === 20) await both((s) => s.deleteStream('w-1', ExpectedVersion.any, false)); // recreated by the next append to w-1
+      if (i === 30) await both((s) => s.append('$$w-2', ExpectedVersion.any, [event('$metadata', { $maxCount: 5 })]));
+      if (i === 40) await both((s) => s.deleteStream('w-3', ExpectedVersion.any, true));
+      const link = (target: string): ProposedEvent =>
+        ({ eventId: newUuid(), eventType: '$>', isJson: false, data: Buffer.from(target), metadata: Buffer.alloc(0) });
+      if (i === 45) await both((s) => s.append('links', ExpectedVersion.any, [link('0@w-0'), link('3@w-1'), link('50@w-4')]));
+    }
+    const view = (s: Store) => {
+      const out: unknown[] = [];
+      for (const stream of ['w-0', 'w-1', 'w-2', 'w-3', 'w-4', '$$w-1', '$$w-2', 'links']) {
+        for (let from = 0; from < 30; from += 3) {
+          for (const page of [s.readStreamForward(stream, from, 4, true), s.readStreamBackward(stream, from, 4, true)]) {
+            out.push(page.status === 'ok'
+              ? [page.lastEventNumber, page.isEndOfStream, page.events.map((e) => [e.event?.eventNumber, e.event?.data.toString(), e.link?.position])]
+              : page.status);
+          }
+          const single = s.readEvent(stream, from, true);
+          out.push(single.status === 'ok' ? [single.event.event?.position, single.event.event?.data.toString()] : single.status);
+        }
+        const head = s.readStreamBackward(stream, -1, 3, false);
+        out.push(head.status === 'ok' ? head.events.map((e) => e.event!.position) : head.status);
+      }
+      return out;
+    };
+    const expected = view(uncached);
+    const notCachedBefore = cached.readCounters.notCachedRecord;
+    expect(view(cached)).toEqual(expected);
+    expect(cached.readCounters.notCachedRecord).toBeGreaterThan(notCachedBefore); // the older events come from RocksDB
+    await cached.close();
+    cached = await openStore(dir, 256 * 1024 * 1024, 6000);
+    expect(view(cached)).toEqual(expected);
+  });
 });
 
 describe('stream informations in bounded memory', () => {

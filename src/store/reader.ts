@@ -79,7 +79,7 @@ export class Reader {
     let metadata = EMPTY_METADATA;
     let bytes = 0;
     if (meta && meta.lastEventNumber >= 0) {
-      const record = this.recordAt(meta, meta.lastEventNumber);
+      const record = this.recordAt(metastreamOf(streamId), meta, meta.lastEventNumber);
       if (record) metadata = parseMetadata(record.data);
       bytes = record?.data.length ?? 0;
     }
@@ -101,7 +101,7 @@ export class Reader {
     const last = info.lastEventNumber;
     const start = Math.max(from, visibility.firstEventNumber);
     const end = Math.min(from + count - 1, last);
-    const records = start <= end ? this.recordsBetween(info, start, end, false) : [];
+    const records = start <= end ? this.recordsBetween(streamId, info, start, end, false) : [];
     return {
       status: 'ok', lastEventNumber: last, metadata, isEndOfStream: from + count > last,
       events: this.present(records, visibility, resolveLinks),
@@ -118,7 +118,7 @@ export class Reader {
     const top = from < 0 ? last : from;
     const start = Math.max(top - count + 1, visibility.firstEventNumber);
     const end = Math.min(top, last);
-    const records = start <= end ? this.recordsBetween(info, start, end, true) : [];
+    const records = start <= end ? this.recordsBetween(streamId, info, start, end, true) : [];
     return {
       status: 'ok', lastEventNumber: last, metadata, isEndOfStream: top - count < visibility.firstEventNumber,
       events: this.present(records, visibility, resolveLinks),
@@ -133,7 +133,7 @@ export class Reader {
     const visibility = visibilityOf(info, metadata);
     const n = eventNumber < 0 ? info.lastEventNumber : eventNumber;
     if (n > info.lastEventNumber || n < visibility.firstEventNumber) return { status: 'notFound' };
-    const record = this.recordAt(info, n);
+    const record = this.recordAt(streamId, info, n);
     const [event] = record ? this.present([record], visibility, resolveLinks) : [];
     if (!event) return { status: 'notFound' };
     return { status: 'ok', event, lastEventNumber: info.lastEventNumber, metadata };
@@ -188,7 +188,12 @@ export class Reader {
     return isVisibleIn(visibilityOf(info, this.metadataOf(record.streamId)), record.eventNumber, record.created);
   }
 
-  private recordAt(info: StreamInfo, eventNumber: number): EventRecord | undefined {
+  private recordAt(streamId: string, info: StreamInfo, eventNumber: number): EventRecord | undefined {
+    const cachedEvent = this.tail.streamEvents(streamId, eventNumber, eventNumber);
+    if (cachedEvent) {
+      this.counters.cachedRecord++;
+      return cachedEvent[0];
+    }
     const pos = this.rocks.get(indexKey(info.streamNumber, eventNumber));
     if (!pos) return undefined;
     const position = readU64(pos, 0);
@@ -203,7 +208,12 @@ export class Reader {
     return decodeRecord(position, bytes);
   }
 
-  private recordsBetween(info: StreamInfo, start: number, end: number, reverse: boolean): EventRecord[] {
+  private recordsBetween(streamId: string, info: StreamInfo, start: number, end: number, reverse: boolean): EventRecord[] {
+    const cached = this.tail.streamEvents(streamId, start, end);
+    if (cached) {
+      this.counters.cachedRecord += cached.length;
+      return reverse ? cached.reverse() : cached;
+    }
     const { values } = this.rocks.scan({
       gte: indexKey(info.streamNumber, start), lte: indexKey(info.streamNumber, end), reverse,
     });

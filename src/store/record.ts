@@ -131,6 +131,14 @@ class DecodedRecord implements EventRecord {
   }
 }
 
+/** The stream and event number of the record at `start` of `buf`, read without decoding the rest; undefined for a tombstone. */
+export function streamPlaceOf(buf: Buffer, start: number): { streamId: string; eventNumber: number } | undefined {
+  assert(buf[start] === VERSION, `unknown record version ${buf[start]}`);
+  if ((buf[start + 1] & FLAG.TOMBSTONE) !== 0) return undefined;
+  const streamStart = start + HEADER;
+  return { streamId: internUtf8(buf, streamStart, streamStart + buf.readUInt16BE(start + 34)), eventNumber: buf.readDoubleBE(start + 2) };
+}
+
 // Stream names and event types repeat across records: decoding returns the same string for the
 // same bytes from a small direct-mapped table instead of making a new one each time (fewer
 // allocations when a reader decodes a million records).
