@@ -72,7 +72,8 @@ function target(e: ResolvedEvent): { streamId: string; eventNumber: number } {
 
 /** What every representation of an entry shows; `content` is the event whose content goes with it, if any. */
 interface EntryHead {
-  title: string;
+  streamId: string;
+  eventNumber: number;
   url: string;
   updated: string;
   summary: string;
@@ -85,7 +86,8 @@ function entryHead(base: string, e: ResolvedEvent, embed: Embed, withContent: bo
   // A feed shows no content for a resolved link; a single event always shows its own.
   const includeContent = e.event && !(e.link && !withContent) && (withContent || LEVEL[embed] >= LEVEL.content);
   return {
-    title: `${eventNumber}@${streamId}`,
+    streamId,
+    eventNumber,
     url: eventUrl(base, streamId, eventNumber),
     updated: formatUpdated(original.created),
     summary: e.link ? LINK_EVENT_TYPE : e.event!.eventType,
@@ -115,11 +117,32 @@ function str(value: string | null): string {
   return value === null ? 'null' : JSON.stringify(value);
 }
 
+// Stream names, event types and base URLs repeat on every entry of a page and across pages: their
+// JSON text is kept rather than escaped again (JSON.stringify of a short string is ~0.2 µs, about
+// a quarter of the time to write an entry when done seven times per entry).
+const NAMES_KEPT = 4096;
+const namesJson = new Map<string, string>();
+
+function name(text: string): string {
+  let json = namesJson.get(text);
+  if (json === undefined) {
+    if (namesJson.size >= NAMES_KEPT) namesJson.clear();
+    json = JSON.stringify(text);
+    namesJson.set(text, json);
+  }
+  return json;
+}
+
+/** An event's URL as JSON: only its base can need escaping (the rest is URI-encoded or a number). */
+function eventUrlJson(base: string, url: string): string {
+  return name(base).length === base.length + 2 ? `"${url}"` : str(url);
+}
+
 const AUTHOR_JSON = JSON.stringify(AUTHOR);
 
 function linksJson(links: readonly Link[]): string {
   let out = '';
-  for (const l of links) out += `${out ? ',' : ''}{"uri":${str(l.uri)},"relation":${str(l.relation)},"type":null}`;
+  for (const l of links) out += `${out ? ',' : ''}{"uri":${str(l.uri)},"relation":${name(l.relation)},"type":null}`;
   return `[${out}]`;
 }
 
@@ -129,13 +152,13 @@ function reserialised(bytes: Buffer): string {
 }
 
 /** The content object of an event as JSON; JSON data goes in as stored. */
-export function contentJson(event: EventRecord): string {
+export function contentJson(event: EventRecord, eventId = formatUuid(event.eventId), text = event.data.toString('utf8')): string {
   let data: string;
-  if (event.dataIsJson) data = event.data.toString('utf8');
-  else data = event.isJson ? reserialised(event.data) : str(event.data.toString('utf8'));
+  if (event.dataIsJson) data = text;
+  else data = event.isJson ? reserialised(event.data) : str(text);
   const metadata = event.metadata.length > 0 ? reserialised(event.metadata) : '""';
-  return `{"eventStreamId":${str(event.streamId)},"eventNumber":${event.eventNumber},"eventType":${str(event.eventType)},`
-    + `"eventId":"${formatUuid(event.eventId)}","data":${data},"metadata":${metadata}}`;
+  return `{"eventStreamId":${name(event.streamId)},"eventNumber":${event.eventNumber},"eventType":${name(event.eventType)},`
+    + `"eventId":"${eventId}","data":${data},"metadata":${metadata}}`;
 }
 
 function reindent(text: string): string {
@@ -147,16 +170,15 @@ function reindent(text: string): string {
 }
 
 /** The fields `embed=rich` and above add to an entry, as JSON members (a leading comma each). */
-function richJson(e: ResolvedEvent, embed: Embed): string {
+function richJson(e: ResolvedEvent, embed: Embed, eventId: string, text: string): string {
   const event = e.event;
   const position = e.link ?? e.event!;
   let out = '';
-  if (event) out += `,"eventId":"${formatUuid(event.eventId)}","eventType":${str(event.eventType)},"eventNumber":${event.eventNumber}`;
+  if (event) out += `,"eventId":"${eventId}","eventType":${name(event.eventType)},"eventNumber":${event.eventNumber}`;
   const level = LEVEL[embed];
   let isJson = event?.isJson ?? false;
   let data: string | null = null;
   if (event && level >= LEVEL.body) {
-    const text = event.data.toString('utf8');
     if (isJson) data = level >= LEVEL.pretty ? reindent(text) : text;
     else if (level >= LEVEL.tryharder) {
       const parsed = parseJson(event.data);
@@ -173,31 +195,32 @@ function richJson(e: ResolvedEvent, embed: Embed): string {
     ? e.link.metadata.toString('utf8') : null;
   out += `,"data":${str(data)},"metaData":${str(metaText !== null && level >= LEVEL.pretty ? reindent(metaText) : metaText)}`
     + `,"linkMetaData":${str(linkMetaText)}`;
-  if (event) out += `,"streamId":${str(event.streamId)}`;
+  if (event) out += `,"streamId":${name(event.streamId)}`;
   return `${out},"isJson":${isJson},"isRedacted":false,"isMetaData":${metaText !== null},"isLinkMetaData":${linkMetaText !== null}`
-    + `,"positionEventNumber":${position.eventNumber},"positionStreamId":${str(position.streamId)}`;
+    + `,"positionEventNumber":${position.eventNumber},"positionStreamId":${name(position.streamId)}`;
 }
 
 /** One entry as JSON; a competing-consumer lease sets its retry count and adds its ack/nack links. */
 export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean,
   lease?: { retryCount: number; links: Link[] }): string {
   const head = entryHead(base, e, embed, withContent);
-  const url = str(head.url);
-  const leaseLinks = lease ? linksJson(lease.links) : '';
+  const url = eventUrlJson(base, head.url);
+  const rich = LEVEL[embed] >= LEVEL.rich;
+  // The id and data text serve both the content and the rich fields.
+  const eventId = e.event ? formatUuid(e.event.eventId) : '';
+  const text = e.event && (head.content || rich) ? e.event.data.toString('utf8') : '';
   const links = `{"uri":${url},"relation":"edit","type":null},{"uri":${url},"relation":"alternate","type":null}`
-    + (lease && lease.links.length > 0 ? `,${leaseLinks.slice(1, -1)}` : '');
-  return `{"title":${str(head.title)},"id":${url},"updated":"${head.updated}","author":${AUTHOR_JSON},`
-    + `"summary":${str(head.summary)},"retryCount":${lease ? lease.retryCount : 'null'},`
-    + `"content":${head.content ? contentJson(head.content) : 'null'},"links":[${links}]`
-    + `${LEVEL[embed] >= LEVEL.rich ? richJson(e, embed) : ''}}`;
+    + (lease && lease.links.length > 0 ? `,${linksJson(lease.links).slice(1, -1)}` : '');
+  // The title is `number@stream`: the stream's JSON text without its opening quote follows the number.
+  return `{"title":"${head.eventNumber}@${name(head.streamId).slice(1)},"id":${url},"updated":"${head.updated}",`
+    + `"author":${AUTHOR_JSON},"summary":${name(head.summary)},"retryCount":${lease ? lease.retryCount : 'null'},`
+    + `"content":${head.content ? contentJson(head.content, eventId, text) : 'null'},"links":[${links}]`
+    + `${rich ? richJson(e, embed, eventId, text) : ''}}`;
 }
 
 /** The feed as atom+json text (compact; event data spliced in as stored). */
 export function feedJsonText(base: string, feed: FeedModel, embed: Embed): string {
-  let entries = '';
-  for (let i = 0; i < feed.entries.length; i++) {
-    entries += `${i > 0 ? ',' : ''}${entryJson(base, feed.entries[i], embed, false, feed.leases?.[i])}`;
-  }
+  const entries = feed.entries.map((e, i) => entryJson(base, e, embed, false, feed.leases?.[i])).join(',');
   return `{"title":${str(feed.title)},"id":${str(feed.id)},"updated":${str(feed.updated)},"streamId":${str(feed.streamId)},`
     + `"author":${AUTHOR_JSON},"headOfStream":${feed.headOfStream},"selfUrl":${str(feed.selfUrl)},"eTag":${str(feed.eTag)},`
     + `"links":${linksJson(feed.links)},"entries":[${entries}]}`;
@@ -227,7 +250,7 @@ function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean,
   lease?: { retryCount: number; links: Link[] }): Record<string, unknown> {
   const head = entryHead(base, e, withContent ? 'content' : 'none', withContent);
   const entry: Record<string, unknown> = {
-    title: head.title, id: head.url, updated: head.updated, author: AUTHOR, summary: head.summary,
+    title: `${head.eventNumber}@${head.streamId}`, id: head.url, updated: head.updated, author: AUTHOR, summary: head.summary,
     ...(lease ? { retryCount: lease.retryCount } : {}),
     link: xmlLinks([link(head.url, 'edit'), link(head.url, 'alternate'), ...(lease?.links ?? [])]),
   };
