@@ -8,8 +8,9 @@
 // 25 projections live (measured: 1.8 s of 11 s in readAllForward at 1,000 appends/s).
 // It also knows where each stream's cached events are: they are the stream's newest, so a stream
 // read within them needs no index scan in RocksDB (20 index rows cost ~50 µs there, about a fifth
-// of a 20-event page read in bench (c)). Only events a read shows can be missing from RocksDB
-// while still cached (scavenging removes no other), and reads filter those out as they always do.
+// of a 20-event page read in bench (c)). An event can be cached here and gone from RocksDB only if
+// scavenging removed it, which it does only to events no read shows ($maxCount, $maxAge, $tb,
+// deleted streams): reads filter those out by the stream's metadata, as they do for RocksDB's.
 
 import { strict as assert } from 'node:assert';
 import { decodeRecord, streamPlaceOf, type EventRecord } from './record.js';
