@@ -1,0 +1,70 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { eventually } from './support/node.js';
+import { MAIN, spawnNode, type NodeProcess } from './support/process.js';
+import {
+  CHUNK_SIZE, ZERO_GUID, buildDataset, expectLogBetween, expectLogIs, historyOf, last, pointsIn, readAll, removableBy,
+  startScavenge, streamEvents, waitForEnd, waitForPhase,
+} from './support/scavenge.js';
+
+// kill -9 during chunk execution (a node process, throttlePercent=1 so the run is slow): after
+// the restart the killed run is recorded Interrupted ("The node was restarted.") in its history
+// and linked from $scavenges; the log is between the start and the model (a half-done chunk is
+// not visible); scavenging again resumes with the killed run's point and ends exactly where one
+// run ends.
+
+const TIME_TAKEN = /^\d{2}:\d{2}:\d{2}\.\d{7}$/;
+
+describe('kill -9 in the middle of a scavenge', () => {
+  const dirs: string[] = [];
+  let proc: NodeProcess | undefined;
+  afterAll(async () => {
+    if (proc && proc.child.exitCode === null && proc.child.signalCode === null) {
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+    }
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('the killed run is recorded Interrupted; scavenging again ends where one run ends', async () => {
+    expect(existsSync(MAIN), 'build first: npm run build').toBe(true);
+    const dir = mkdtempSync(join(tmpdir(), 'svc-scavenge-kill-'));
+    dirs.push(dir);
+    const args = ['--db', dir, '--chunk-size', String(CHUNK_SIZE)];
+    proc = await spawnNode(args);
+    const first = { url: proc.url };
+    await buildDataset(first);
+    const before = await readAll(first);
+    const killed = await startScavenge(first, { throttlePercent: 1 });
+    await waitForPhase(first, killed, 'ChunkExecution', 30_000);
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+
+    proc = await spawnNode(args);
+    const node = { url: proc.url };
+    const done = await eventually(async () => {
+      const history = await historyOf(node, killed);
+      expect(history.at(-1)?.eventType).toBe('$scavengeCompleted');
+      return history.at(-1)!;
+    }, 15_000);
+    expect(done.data).toMatchObject({ scavengeId: killed, result: 'Interrupted', error: 'The node was restarted.' });
+    expect(done.data.timeTaken).toMatch(TIME_TAKEN);
+    const links = (await streamEvents(node, '$scavenges')).map((e) => e.data).filter((x) => String(x).endsWith(`@$scavenges-${killed}`));
+    expect(links).toEqual([`0@$scavenges-${killed}`, `${done.eventNumber}@$scavenges-${killed}`]);
+    expect(await last(node)).toEqual({ scavengeId: ZERO_GUID, scavengeLink: '', scavengeResult: 'Unknown' });
+
+    const mid = await readAll(node);
+    const points = pointsIn(mid);
+    expect(points).toHaveLength(1);
+    const removed = removableBy(before, points[0]);
+    expect(expectLogBetween(mid, before, removed), 'removed before the kill').toBeLessThan(removed.length);
+
+    const again = await startScavenge(node);
+    expect(await waitForEnd(node, again)).toBe('Success');
+    const after = await readAll(node);
+    expect(pointsIn(after)).toEqual(points);
+    expectLogIs(after, before, removed);
+  });
+});
