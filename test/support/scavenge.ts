@@ -443,15 +443,27 @@ export async function scavengeOk(t: Target, query: Query = {}): Promise<string> 
   return id;
 }
 
-/** Waits until the running scavenge reports `phase` (returns its progress). */
-export async function waitForPhase(t: Target, id: string, phase: string, timeoutMs = 20_000): Promise<any> {
+/**
+ * Waits until the running scavenge reports `phase` with at least `chunksDone` chunks of it done
+ * and some left (returns its progress).
+ */
+export async function waitForPhase(t: Target, id: string, phase: string, chunksDone = 0, timeoutMs = 20_000): Promise<any> {
   return eventually(async () => {
     const c = await current(t);
     expect(c.scavengeId).toBe(id);
     expect(c.progress?.phase).toBe(phase);
+    expect(c.progress.chunksDone).toBeGreaterThanOrEqual(chunksDone);
+    if (chunksDone > 0) expect(c.progress.chunksDone).toBeLessThan(c.progress.chunksTotal);
     return c.progress;
   }, timeoutMs);
 }
+
+/**
+ * A slow scavenge: at 4% a run rests 24 ms per ms of work, in rests of a second or more, so with
+ * this dataset its chunk execution lasts seconds with rests between chunks (at 1% it would take
+ * ~20 s even to get there).
+ */
+export const SLOW = 4;
 
 /** The events of `$scavenges-{id}`. */
 export function historyOf(t: Target, id: string) {
@@ -481,4 +493,32 @@ export function expectLogBetween(mid: LogRecord[], before: LogRecord[], removed:
   const newer = mid.filter((r) => r.position > end);
   expect(newer.filter((r) => !SCAVENGE_STREAM.test(r.streamId)).map(title), 'records written since').toEqual([]);
   return removed.filter((r) => !midAt.has(r.position)).length;
+}
+
+/** `n@stream` of every record of $all, paging forward from the start by `count` (following `previous`). */
+export async function allTitlesForward(t: Target, count: number): Promise<string[]> {
+  const out: string[] = [];
+  let path = `/streams/%24all/${formatPosition(0)}/forward/${count}`;
+  for (let page = 0; page < 10_000; page++) {
+    const doc = await json(t, path);
+    out.push(...doc.entries.map((e: any) => e.title).reverse());
+    const previous = linkOf(doc, 'previous');
+    if (doc.entries.length === 0 || !previous) break;
+    path = previous.slice(t.url.length);
+  }
+  return out;
+}
+
+/** `n@stream` of every record of $all, paging backward from the head by `count` (following `next`). */
+export async function allTitlesBackward(t: Target, count: number): Promise<string[]> {
+  const out: string[] = [];
+  let path = `/streams/%24all/head/backward/${count}`;
+  for (let page = 0; page < 10_000; page++) {
+    const doc = await json(t, path);
+    out.push(...doc.entries.map((e: any) => e.title));
+    const next = linkOf(doc, 'next');
+    if (!next) break;
+    path = next.slice(t.url.length);
+  }
+  return out.reverse();
 }
