@@ -9,11 +9,11 @@ import {
   SLOW, startScavenge, streamEvents, waitForEnd, waitForPhase,
 } from './support/scavenge.js';
 
-// kill -9 between chunks of chunk execution (a node process, the run slowed down): after
-// the restart the killed run is recorded Interrupted ("The node was restarted.") in its history
-// and linked from $scavenges; the log is between the start and the model (a half-done chunk is
-// not visible); scavenging again resumes with the killed run's point and ends exactly where one
-// run ends.
+// kill -9 of a node process during a scavenge, twice: while it accumulates, then (the resumed
+// run) between chunks of its execution. After each restart the killed run is recorded
+// Interrupted ("The node was restarted.", totals from its chunk events) in its history and
+// linked from $scavenges; the log is between the start and the model; scavenging again resumes
+// with the first run's point and ends exactly where one run ends.
 
 const TIME_TAKEN = /^\d{2}:\d{2}:\d{2}\.\d{7}$/;
 
@@ -28,7 +28,7 @@ describe('kill -9 in the middle of a scavenge', () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  it('the killed run is recorded Interrupted; scavenging again ends where one run ends', async () => {
+  it('killed runs are recorded Interrupted; scavenging again ends where one run ends', async () => {
     expect(existsSync(MAIN), 'build first: npm run build').toBe(true);
     const dir = mkdtempSync(join(tmpdir(), 'svc-scavenge-kill-'));
     dirs.push(dir);
@@ -37,8 +37,21 @@ describe('kill -9 in the middle of a scavenge', () => {
     const first = { url: proc.url };
     await buildDataset(first);
     const before = await readAll(first);
-    const killed = await startScavenge(first, { throttlePercent: SLOW });
-    await waitForPhase(first, killed, 'ChunkExecution', 2, 30_000);
+
+    // 1: killed while it accumulates (at 1% it rests ~100 times its work)
+    const early = await startScavenge(first, { throttlePercent: 1 });
+    await waitForPhase(first, early, 'Accumulation');
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    proc = await spawnNode(args);
+    const second = { url: proc.url };
+    await eventually(async () => {
+      expect((await historyOf(second, early)).at(-1)?.data).toMatchObject({ scavengeId: early, result: 'Interrupted', error: 'The node was restarted.' });
+    }, 15_000);
+
+    // 2: the resumed run killed between chunks of its execution
+    const killed = await startScavenge(second, { throttlePercent: SLOW });
+    await waitForPhase(second, killed, 'ChunkExecution', 2, 30_000);
     proc.child.kill('SIGKILL');
     await proc.exited;
 
@@ -77,5 +90,5 @@ describe('kill -9 in the middle of a scavenge', () => {
     const after = await readAll(node);
     expect(pointsIn(after)).toEqual(points);
     expectLogIs(after, before, removed);
-  });
+  }, 120_000); // two slowed-down runs and three node starts, on a machine that may be loaded
 });

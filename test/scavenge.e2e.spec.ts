@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPS, startTestNode, type TestNode } from './support/node.js';
+import { OPS, newEvent, startTestNode, type TestNode } from './support/node.js';
 import {
-  ATOM_JSON, CHUNK_SIZE, ZERO_GUID, allTitlesBackward, allTitlesForward, appendOk, buildDataset, chunksBelow, current, datasetStreams, deleteStream, enc, eventStatuses,
-  expectLogIs, getJson, historyOf, inDataset, last, pointsIn, postScavenge, readAll, readStream, readStreams, removableBy,
-  request, scavengeOk, setMetadata, startScavenge, streamEvents, waitForEnd,
-  type Dataset, type LogRecord, type Point, type StreamView,
+  ATOM_JSON, CHUNK_SIZE, ZERO_GUID, allEnd, allTitlesBackward, allTitlesForward, appendOk, buildDataset, chunksBelow, current,
+  datasetStreams, deleteStream, enc, eventStatuses, expectLogIs, getJson, historyOf, inDataset, last, parseCreated, pointsIn,
+  postScavenge, readAll, readStream, readStreams, removableBy, request, scavengeOk, setMetadata, startScavenge, streamEvents,
+  waitForEnd, type Dataset, type LogRecord, type Point, type StreamView,
 } from './support/scavenge.js';
 
 // End to end: a database holding every removable kind (soft-deleted, hard-deleted with metadata
@@ -22,8 +22,11 @@ let t: TestNode;
 beforeAll(async () => { t = await startTestNode({ chunkSize: CHUNK_SIZE, memDb: false }); });
 afterAll(async () => { await t?.dispose(); });
 
-/** Stream reads must not change, but $maxAge hides more as time passes: its stream may only lose events that have aged out. */
-function expectStreamsAsBefore(after: Record<string, StreamView>, before: Record<string, StreamView>, d: Dataset, readAt: number): void {
+/**
+ * Stream reads must not change, but $maxAge hides more as time passes: its stream may only lose
+ * events that had aged out by `readEnd` (ms, taken after the reads).
+ */
+function expectStreamsAsBefore(after: Record<string, StreamView>, before: Record<string, StreamView>, d: Dataset, readEnd: number): void {
   for (const [s, view] of Object.entries(before)) {
     if (s !== d.maxAge) {
       expect(after[s], `read of ${s}`).toEqual(view);
@@ -34,7 +37,7 @@ function expectStreamsAsBefore(after: Record<string, StreamView>, before: Record
     for (const e of after[s].entries) expect(ids.has(e.eventId), `${e.title} was shown before`).toBe(true);
     const shown = new Set(after[s].entries.map((e) => e.eventId));
     for (const e of view.entries.filter((x) => !shown.has(x.eventId))) {
-      expect(Date.parse(e.updated as string), `${e.title} aged out`).toBeLessThan(readAt - 1000);
+      expect(parseCreated(e.updated as string) / 1000, `${e.title} aged out`).toBeLessThan(readEnd - 1000);
     }
     expect(after[s].entries).toEqual(view.entries.filter((x) => shown.has(x.eventId)));
   }
@@ -84,9 +87,10 @@ describe('a scavenge of every removable kind', () => {
     before = await readAll(t);
     beforeStreams = await readStreams(t, datasetStreams(d));
     beforeStatuses = await eventStatuses(t, before.filter((r) => inDataset(d, r.streamId)));
+    const endBefore = await allEnd(t);
     const retry = await appendOk(t, d.maxCount, [{ eventId: idOf(d.maxCount, 0), eventType: 'Counted', data: { again: true } }]);
     expect(retry.headers.get('location')).toBe(`${t.url}/streams/${enc(d.maxCount)}/0`);
-    expect((await readAll(t)).length).toBe(before.length);
+    expect(await allEnd(t), 'nothing written').toBe(endBefore);
 
     const chunks = new Map<number, Set<string>>();
     for (const r of before.filter((x) => inDataset(d, x.streamId))) {
@@ -132,8 +136,8 @@ describe('a scavenge of every removable kind', () => {
   });
 
   it('stream reads answer as before (they already hid what was removed)', async () => {
-    const readAt = Date.now();
-    expectStreamsAsBefore(await readStreams(t, datasetStreams(d)), beforeStreams, d, readAt);
+    const reads = await readStreams(t, datasetStreams(d));
+    expectStreamsAsBefore(reads, beforeStreams, d, Date.now());
   });
 
   it('single-event reads: a removed event answers 404 (410 in the hard-deleted stream); the others as before', async () => {
@@ -323,6 +327,21 @@ describe('a scavenge of every removable kind', () => {
     expect(await last(t)).toEqual({ scavengeId: ZERO_GUID, scavengeLink: '', scavengeResult: 'Unknown' });
     const retry = await appendOk(t, d.maxCount, [{ eventId: idOf(d.maxCount, 1), eventType: 'Counted', data: { again: true } }]);
     expect(retry.headers.get('location')).toBe(`${t.url}/streams/${enc(d.maxCount)}/21`);
+  });
+
+  it('records removable in the chunk the point ends are removed', async () => {
+    const s = `${d.prefix}-late-soft`;
+    await appendOk(t, s, [0, 1, 2].map((i) => newEvent('Late', { i })));
+    await deleteStream(t, s, false);
+    const now = await readAll(t);
+    await scavengeOk(t);
+    const then = await readAll(t);
+    const point = pointsIn(then).at(-1)!;
+    const removedNow = removableBy(now, point);
+    const late = removedNow.filter((r) => r.streamId === s);
+    expect(late.map((r) => r.eventNumber)).toEqual([0, 1]);
+    for (const r of late) expect(Math.floor(r.position / CHUNK_SIZE)).toBe(Math.floor(point.position / CHUNK_SIZE));
+    expectLogIs(then, now, removedNow);
   });
 
   it('401 without credentials, 400 for a bad parameter; neither starts anything', async () => {

@@ -92,6 +92,8 @@ export interface Dataset {
   meta: string;
   /** `$>` links to removed and to kept events. */
   links: string;
+  /** Written last (in the last chunk): 3 events, then soft-deleted. */
+  tail: string;
   /** Every stream above (original streams). */
   streams: string[];
   /** Each link of `links` (by event number): its target and whether the scavenge removes it. */
@@ -107,7 +109,8 @@ function ev(type: string, i: number) {
 /**
  * Writes the dataset interleaved across its streams, so each 4 KiB chunk mixes kinds (about 16
  * records a chunk: a few hundred records in all, over ~10 chunks). With `maxAge`, waits until
- * the old $maxAge events are more than 1 s old and then writes 3 newer ones (and 2 plain events).
+ * the old $maxAge events are more than 1 s old and then writes 3 newer ones; then 2 plain
+ * events and the soft-deleted tail stream.
  */
 export async function buildDataset(t: Target, opts: { maxAge?: boolean } = {}): Promise<Dataset> {
   const withMaxAge = opts.maxAge ?? true;
@@ -116,9 +119,9 @@ export async function buildDataset(t: Target, opts: { maxAge?: boolean } = {}): 
     prefix,
     plain: `${prefix}-plain`, soft: `${prefix}-soft`, hard: `${prefix}-hard`, maxCount: `${prefix}-maxcount`,
     tb: `${prefix}-tb`, maxAge: withMaxAge ? `${prefix}-maxage` : undefined, meta: `${prefix}-meta`, links: `${prefix}-links`,
-    streams: [], linkTargets: [],
+    tail: `${prefix}-tail`, streams: [], linkTargets: [],
   };
-  d.streams = [d.plain, d.soft, d.hard, d.maxCount, d.tb, ...(d.maxAge ? [d.maxAge] : []), d.meta, d.links];
+  d.streams = [d.plain, d.soft, d.hard, d.maxCount, d.tb, ...(d.maxAge ? [d.maxAge] : []), d.meta, d.links, d.tail];
   const links: { target: string; removed: boolean }[] = [
     { target: `0@${d.maxCount}`, removed: true },
     { target: `19@${d.maxCount}`, removed: false },
@@ -139,28 +142,29 @@ export async function buildDataset(t: Target, opts: { maxAge?: boolean } = {}): 
   await setMetadata(t, d.hard, { h: 1 });
   let lastOldMaxAge = 0;
   for (let r = 0; r < 20; r++) {
-    await appendOk(t, d.plain, [ev('Plain', r)]);
-    await appendOk(t, d.maxCount, [ev('Counted', r)]);
-    if (r < 10) await appendOk(t, d.soft, [ev('Soft', r)]);
-    if (r === 10) await deleteStream(t, d.soft, false);
-    if (r < 8) await appendOk(t, d.hard, [ev('Hard', r)]);
-    if (r === 3) await setMetadata(t, d.hard, { h: 2 });
-    if (r === 6) await setMetadata(t, d.hard, { h: 3 });
-    if (r === 8) await deleteStream(t, d.hard, true);
-    if (r < 16) await appendOk(t, d.tb, [ev('Truncated', r)]);
-    if (d.maxAge && r < 12) {
-      await appendOk(t, d.maxAge, [ev('Aged', r)]);
-      lastOldMaxAge = Date.now();
-    }
-    if (r < 6) await appendOk(t, d.meta, [ev('Meta', r)]);
-    if (r % 3 === 0 && r <= 12) await setMetadata(t, d.meta, { v: r / 3, note: `metadata ${r / 3}` });
-    if (r >= 10 && r - 10 < links.length) await appendOk(t, d.links, [newEvent('$>', links[r - 10].target)]);
+    // one write per stream a round, the round's writes at once (the writer commits them together)
+    const round: Promise<unknown>[] = [appendOk(t, d.plain, [ev('Plain', r)]), appendOk(t, d.maxCount, [ev('Counted', r)])];
+    if (r < 10) round.push(appendOk(t, d.soft, [ev('Soft', r)]));
+    if (r === 10) round.push(deleteStream(t, d.soft, false));
+    if (r < 8) round.push(appendOk(t, d.hard, [ev('Hard', r)]));
+    if (r === 3) round.push(setMetadata(t, d.hard, { h: 2 }));
+    if (r === 6) round.push(setMetadata(t, d.hard, { h: 3 }));
+    if (r === 8) round.push(deleteStream(t, d.hard, true));
+    if (r < 16) round.push(appendOk(t, d.tb, [ev('Truncated', r)]));
+    if (d.maxAge && r < 12) round.push(appendOk(t, d.maxAge, [ev('Aged', r)]));
+    if (r < 6) round.push(appendOk(t, d.meta, [ev('Meta', r)]));
+    if (r % 3 === 0 && r <= 12) round.push(setMetadata(t, d.meta, { v: r / 3, note: `metadata ${r / 3}` }));
+    if (r >= 10 && r - 10 < links.length) round.push(appendOk(t, d.links, [newEvent('$>', links[r - 10].target)]));
+    await Promise.all(round);
+    if (d.maxAge && r < 12) lastOldMaxAge = Date.now();
   }
   if (d.maxAge) {
     await sleep(Math.max(0, lastOldMaxAge + 1300 - Date.now()));
     for (let i = 12; i < 15; i++) await appendOk(t, d.maxAge, [ev('Aged', i)]);
   }
   await appendOk(t, d.plain, [ev('Plain', 20), ev('Plain', 21)]);
+  await appendOk(t, d.tail, [ev('Tail', 0), ev('Tail', 1), ev('Tail', 2)]);
+  await deleteStream(t, d.tail, false);
   return d;
 }
 
@@ -445,15 +449,20 @@ export async function scavengeOk(t: Target, query: Query = {}): Promise<string> 
 
 /**
  * Waits until the running scavenge reports `phase` with at least `chunksDone` chunks of it done
- * and some left (returns its progress).
+ * and (if `chunksDone` > 0) at least three left (returns its progress).
  */
 export async function waitForPhase(t: Target, id: string, phase: string, chunksDone = 0, timeoutMs = 20_000): Promise<any> {
+  const seen: string[] = [];
   return eventually(async () => {
     const c = await current(t);
-    expect(c.scavengeId).toBe(id);
-    expect(c.progress?.phase).toBe(phase);
-    expect(c.progress.chunksDone).toBeGreaterThanOrEqual(chunksDone);
-    if (chunksDone > 0) expect(c.progress.chunksDone).toBeLessThan(c.progress.chunksTotal);
+    const now = c.scavengeId === id ? `${c.progress.phase} ${c.progress.chunksDone}/${c.progress.chunksTotal}` : `not running (${c.scavengeId})`;
+    if (seen[seen.length - 1] !== now) seen.push(now);
+    const why = `waiting for ${phase} with ${chunksDone} chunks done; seen: ${seen.join(' -> ')}`;
+    expect(c.scavengeId, why).toBe(id);
+    expect(c.progress?.phase, why).toBe(phase);
+    expect(c.progress.chunksDone, why).toBeGreaterThanOrEqual(chunksDone);
+    // 3 chunks or more left, one of the last two holding removable records (the dataset's tail): the run is mid-way
+    if (chunksDone > 0) expect(c.progress.chunksDone, why).toBeLessThanOrEqual(c.progress.chunksTotal - 3);
     return c.progress;
   }, timeoutMs);
 }
