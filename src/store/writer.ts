@@ -4,7 +4,7 @@ import type { CommitBus } from './bus.js';
 import type { ExpectedVersion } from './expected-version.js';
 import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
 import { encodeRecord, type EventRecord, type RecordPayload } from './record.js';
-import { eventIdKey, indexKey, logKey, readU64, u64Value } from './keys.js';
+import { chunkTimesKey, eventIdKey, hintKey, indexKey, logKey, readU64, u64Value } from './keys.js';
 import { SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM } from './system-streams.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
@@ -85,6 +85,7 @@ export interface WriterDeps {
 }
 
 const MAX_OPS_PER_FLUSH = 4096;
+const EMPTY = Buffer.alloc(0);
 const MAX_BYTES_PER_FLUSH = 16 * 1024 * 1024;
 /**
  * Deferred-sync writes are flushed in slices of about this many records (a transaction is never
@@ -103,6 +104,8 @@ class BatchBuilder {
   readonly newEventIds = new Map<string, number>();
   /** Streams whose metastream this batch writes: their metadata is not known until it commits. */
   readonly metadataWritten = new Set<string>();
+  /** Oldest and newest record time of each chunk this batch writes to. */
+  readonly chunkTimes = new Map<number, [number, number]>();
   bytes = 0;
 
   constructor(private readonly deps: WriterDeps, public position: number, public nextStreamNumber: number,
@@ -147,6 +150,16 @@ class BatchBuilder {
     assert(position >= this.position, 'log positions strictly increase');
     this.position = position + bytes.length;
     this.ops.push([logKey(position), bytes]);
+    // What a scavenge's accumulation needs without reading the whole log: where the metastream
+    // records and tombstones are, and each chunk's time range.
+    if (tombstone || isMetastream(streamId)) this.ops.push([hintKey(position), EMPTY]);
+    const chunk = Math.floor(position / this.deps.chunkSize);
+    const times = this.chunkTimes.get(chunk);
+    if (!times) this.chunkTimes.set(chunk, [created, created]);
+    else {
+      if (created < times[0]) times[0] = created;
+      if (created > times[1]) times[1] = created;
+    }
     if (!tombstone) {
       assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
       this.ops.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
@@ -376,6 +389,7 @@ export class Writer {
       ops.push([logKey(r.position)]);
       highest = Math.max(highest, r.position);
       if (r.tombstone) continue;
+      if (isMetastream(r.streamId)) ops.push([hintKey(r.position)]);
       const info = this.deps.streams.get(r.streamId);
       if (!info) continue;
       ops.push([indexKey(info.streamNumber, r.eventNumber)], [eventIdKey(info.streamNumber, r.eventId)]);
@@ -450,7 +464,24 @@ export class Writer {
   }
 
   /** Adds the stream infos and the writer checkpoint to the batch: they commit with the records. */
+  /** The time range of the chunk being written (kept across batches), widened by each batch. */
+  private chunkTimes: { chunk: number; range: [number, number] } | undefined;
+
   private prepareCommit(builder: BatchBuilder): WriterCheckpoint {
+    // (A rolled-back transaction may have widened a range: a range wider than its records is harmless.)
+    for (const [chunk, [min, max]] of builder.chunkTimes) {
+      let known = this.chunkTimes?.chunk === chunk ? this.chunkTimes.range : undefined;
+      if (!known) {
+        const stored = this.deps.rocks.get(chunkTimesKey(chunk));
+        known = stored ? [stored.readDoubleBE(0), stored.readDoubleBE(8)] : [min, max];
+      }
+      const range: [number, number] = [Math.min(known[0], min), Math.max(known[1], max)];
+      this.chunkTimes = { chunk, range };
+      const value = Buffer.allocUnsafe(16);
+      value.writeDoubleBE(range[0], 0);
+      value.writeDoubleBE(range[1], 8);
+      builder.ops.push([chunkTimesKey(chunk), value]);
+    }
     const next: WriterCheckpoint = {
       nextPosition: builder.position, nextStreamNumber: builder.nextStreamNumber, recordCount: builder.recordCount,
     };
