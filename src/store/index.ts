@@ -1,9 +1,11 @@
 import { Rocks } from './rocks.js';
-import { logKey, positionOfLogKey, SPACE, spaceEnd } from './keys.js';
+import { chunkKey, indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
+import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
+import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
-import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type StreamWrite } from './writer.js';
+import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type StreamWrite } from './writer.js';
 import { loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
 import type { ExpectedVersion } from './expected-version.js';
@@ -13,7 +15,9 @@ export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
-export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite } from './writer.js';
+export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal } from './writer.js';
+export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
+export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
 export { LINK_EVENT_TYPE } from './record.js';
@@ -193,6 +197,70 @@ export class Store {
 
   resolveLink(record: import('./record.js').EventRecord) {
     return this.reader.resolveLink(record);
+  }
+
+  // What a scavenge (src/scavenge) reads of the store, and how it removes records.
+
+  /** Log records in [from, to), a page at a time, read off the event loop; `visit` returns false to stop. */
+  scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
+    return this.rocks.scanPages({ gte: logKey(from), lt: logKey(to) }, pageSize,
+      (keys, values) => visit(keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]))));
+  }
+
+  /** A stream's index entries with event numbers in [from, to], oldest first, at most `limit`. */
+  indexEntries(streamId: string, from: number, to: number, limit: number): { eventNumber: number; position: number }[] {
+    const info = this.streams.get(streamId);
+    if (!info || to < from) return [];
+    const { keys, values } = this.rocks.scan({ gte: indexKey(info.streamNumber, from), lte: indexKey(info.streamNumber, to), limit });
+    return keys.map((k, i) => ({ eventNumber: readU64(k, 9), position: readU64(values[i], 0) }));
+  }
+
+  /** The number of the stream's last event whose record lies before `position` (-1: none). */
+  lastEventBefore(streamId: string, position: number): number {
+    const info = this.streams.get(streamId);
+    if (!info || info.lastEventNumber < 0) return -1;
+    for (let top = info.lastEventNumber; top >= 0;) {
+      const { keys, values } = this.rocks.scan({
+        gte: indexKey(info.streamNumber, 0), lte: indexKey(info.streamNumber, top), reverse: true, limit: 256,
+      });
+      for (let i = 0; i < keys.length; i++) if (readU64(values[i], 0) < position) return readU64(keys[i], 9);
+      if (keys.length < 256) return -1;
+      top = readU64(keys[keys.length - 1], 9) - 1;
+    }
+    return -1;
+  }
+
+  /** The physical chunks covering logical chunks [from, to], in order. */
+  physicalChunks(from: number, to: number): PhysicalChunk[] {
+    const { keys, values } = this.rocks.scan({ ...CHUNK_SPACE, lte: chunkKey(to) });
+    const entries = keys.map((k, i) => decodeChunk(k, values[i]));
+    const out: PhysicalChunk[] = [];
+    let e = 0;
+    for (let c = from; c <= to;) {
+      while (e < entries.length && entries[e].end < c) e++;
+      const entry = entries[e];
+      if (entry && entry.start <= c) {
+        out.push(entry);
+        c = entry.end + 1;
+      } else {
+        out.push({ start: c, end: c, version: 0 });
+        c++;
+      }
+    }
+    return out;
+  }
+
+  /** Removes what a scavenge found removable (records with their index and event-id entries), in order with all writes. */
+  remove(removal: Removal): Promise<void> {
+    return this.writer.remove(removal);
+  }
+
+  /** RocksDB's own figures of the space the store takes. */
+  diskUsage(): { sstFilesBytes: number; liveDataBytes: number } {
+    return {
+      sstFilesBytes: Number(this.rocks.property('rocksdb.total-sst-files-size')),
+      liveDataBytes: Number(this.rocks.property('rocksdb.estimate-live-data-size')),
+    };
   }
 
   /** Finishes the writes in flight, then closes RocksDB. */

@@ -58,6 +58,28 @@ export class LogTailCache {
     }
   }
 
+  /**
+   * Forgets every cached commit that starts at or before `position`: a scavenge removed records
+   * there, and reads must go to RocksDB, which no longer has them. (Whole commits: the cache keeps
+   * no holes; what it drops is read from RocksDB until newer commits fill it again.)
+   */
+  forgetThrough(position: number): void {
+    while (this.first < this.segments.length && this.segments[this.first].positions[0] <= position) {
+      const old = this.segments[this.first];
+      this.size -= old.bytes.length + old.positions.length * 12 + SEGMENT_OVERHEAD;
+      if (old.decoded) {
+        old.decoded = undefined;
+        const at = this.decodedSegments.indexOf(old);
+        if (at >= 0) {
+          this.decodedSegments.splice(at, 1);
+          this.decodedCount -= old.positions.length;
+        }
+      }
+      this.segments[this.first] = EVICTED;
+      this.first++;
+    }
+  }
+
   /** The oldest cached position, or undefined when nothing is cached. */
   get start(): number | undefined {
     return this.first < this.segments.length ? this.segments[this.first].positions[0] : undefined;

@@ -5,6 +5,7 @@ import type { ExpectedVersion } from './expected-version.js';
 import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
 import { encodeRecord, type EventRecord, type RecordPayload } from './record.js';
 import { eventIdKey, indexKey, logKey, readU64, u64Value } from './keys.js';
+import { SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM } from './system-streams.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
   type StreamInfo, type WriterCheckpoint,
@@ -46,7 +47,19 @@ type Pending =
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
       resolve: (r: DeleteResult) => void; reject: (e: Error) => void }
   | { kind: 'transaction'; streamId: string; writes: StreamWrite[]; deferSync: boolean;
-      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void };
+      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void }
+  | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void };
+
+/**
+ * What a scavenge removes in one batch: records (with their index and event-id entries) and
+ * chunk-table changes. Written alone, in order with every other write.
+ */
+export interface Removal {
+  records: readonly EventRecord[];
+  chunkOps: readonly BatchOp[];
+  /** Sync the batch (and with it everything before it): a scavenge checkpoint follows it. */
+  sync: boolean;
+}
 
 /** One stream's part of a multi-stream transaction. */
 export interface StreamWrite {
@@ -143,6 +156,11 @@ class BatchBuilder {
         this.newEventIds.set(idKey.toString('latin1'), eventNumber);
       }
     }
+    if (e.eventType === SCAVENGE_POINT_EVENT_TYPE && streamId === SCAVENGE_POINTS_STREAM) {
+      // The scavenge point completes its chunk: everything after it starts the next one, so a
+      // scavenge up to the point covers whole chunks and accumulates each chunk once.
+      this.position = Math.ceil(this.position / this.deps.chunkSize) * this.deps.chunkSize;
+    }
     this.bytes += bytes.length;
     this.recordCount++;
     this.recordBytes.push(bytes);
@@ -234,6 +252,13 @@ export class Writer {
     });
   }
 
+  /** Removes records a scavenge found removable (see Removal); resolves once written. */
+  remove(removal: Removal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'remove', streamId: '', removal, resolve, reject });
+    });
+  }
+
   /** Stops taking writes and resolves once every write already queued is durable (or failed). */
   async close(): Promise<void> {
     this.closed = true;
@@ -279,6 +304,12 @@ export class Writer {
   private flush(): void {
     this.stats.flushStarted();
     this.prioritiseClientWrites();
+    const first = this.queue[0];
+    if (first.kind === 'remove') {
+      this.queue.shift();
+      this.flushRemoval(first);
+      return;
+    }
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
@@ -290,8 +321,9 @@ export class Writer {
     const maxRecords = deferred ? MAX_RECORDS_PER_DEFERRED_FLUSH : Infinity;
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH
       && builder.records.length < maxRecords) {
-      const op = this.queue[0];
-      if (isDeferred(op) !== deferred) break;
+      const next: Pending = this.queue[0];
+      if (next.kind === 'remove' || isDeferred(next) !== deferred) break;
+      const op = next;
       const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
       const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
       if (targets.some((t) => builder.metadataWritten.has(t))) break; // its metadata changes in this batch: next flush
@@ -335,8 +367,40 @@ export class Writer {
     this.afterFlush();
   }
 
+  /** One scavenge removal batch: records, their index and event-id entries, chunk changes and the record count. */
+  private flushRemoval(op: Extract<Pending, { kind: 'remove' }>): void {
+    const { records, chunkOps, sync } = op.removal;
+    const ops: BatchOp[] = [];
+    let highest = -1;
+    for (const r of records) {
+      ops.push([logKey(r.position)]);
+      highest = Math.max(highest, r.position);
+      if (r.tombstone) continue;
+      const info = this.deps.streams.get(r.streamId);
+      if (!info) continue;
+      ops.push([indexKey(info.streamNumber, r.eventNumber)], [eventIdKey(info.streamNumber, r.eventId)]);
+    }
+    for (const chunkOp of chunkOps) ops.push(chunkOp);
+    const next: WriterCheckpoint = { ...this.deps.checkpoint, recordCount: this.deps.checkpoint.recordCount - records.length };
+    ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(next)]);
+    try {
+      if (sync) this.deps.rocks.writeDurable(ops);
+      else this.deps.rocks.writeUnsynced(ops);
+      if (sync) this.unsynced = false;
+      else this.unsynced = true;
+    } catch (err) {
+      this.abandon([op], err as Error);
+      return;
+    }
+    Object.assign(this.deps.checkpoint, next);
+    if (highest >= 0) this.deps.tail.forgetThrough(highest);
+    this.stats.flushed(1, 0, this.queue.length);
+    op.resolve();
+    this.afterFlush();
+  }
+
   /** The write door (write-rules.ts), for every stream the operation writes. */
-  private checkOperation(op: Pending): void {
+  private checkOperation(op: Exclude<Pending, { kind: 'remove' }>): void {
     const { limits } = this.deps;
     if (op.kind === 'append') {
       checkStreamName(op.streamId);
@@ -350,7 +414,7 @@ export class Writer {
   }
 
   /** Adds one operation to the batch; returns what settles its caller once the batch is durable. */
-  private plan(builder: BatchBuilder, op: Pending, now: number): () => void {
+  private plan(builder: BatchBuilder, op: Exclude<Pending, { kind: 'remove' }>, now: number): () => void {
     if (op.kind === 'append') {
       const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
       return () => op.resolve(result);
