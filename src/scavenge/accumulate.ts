@@ -1,12 +1,14 @@
-import { isMetastream, originalStreamOf, parseMetadata } from '../store/index.js';
+import { isMetastream, originalStreamOf, parseMetadata, type EventRecord } from '../store/index.js';
 import { addWeight, chunkOf, lastChunk, type RunContext } from './context.js';
 import type { StreamData } from './state.js';
 
 // Accumulation: reads each chunk added since the last run, once ever, up to the scavenge point,
 // and keeps what decides removals: tombstones, every stream's latest metadata ($maxAge,
 // $maxCount, $tb), the last record of each metastream (every earlier one is removable: +2 to
-// the weight of its chunk), and each chunk's oldest and newest record time. Other records only
-// pass by. One state batch and checkpoint per chunk.
+// the weight of its chunk), and each chunk's oldest and newest record time. One state batch and
+// checkpoint per chunk. Only metastream records and tombstones matter, and the writer leaves a
+// hint at each (store keys.ts) and the chunk's time range: a chunk is read through them, not
+// whole — except chunks written before the store kept hints, which are read record by record.
 
 const PAGE = 1024;
 
@@ -34,7 +36,7 @@ export async function accumulate(ctx: RunContext): Promise<void> {
     };
     let oldest = Infinity;
     let newest = -Infinity;
-    await store.scanLog(chunk * chunkSize, Math.min((chunk + 1) * chunkSize, point.position), PAGE, async (records) => {
+    const visit = (records: EventRecord[]) => {
       for (const r of records) {
         if (r.created < oldest) oldest = r.created;
         if (r.created > newest) newest = r.created;
@@ -61,10 +63,23 @@ export async function accumulate(ctx: RunContext): Promise<void> {
         }
       }
       progress.eventsExamined += records.length;
+    };
+    const from = chunk * chunkSize;
+    const to = Math.min((chunk + 1) * chunkSize, point.position);
+    if (from >= store.hintsFrom) {
+      visit(store.hintedRecords(from, to));
+      const range = store.chunkTimeRange(chunk);
+      if (range) [oldest, newest] = [Math.min(oldest, range[0]), Math.max(newest, range[1])];
       ctx.checkStop();
       await ctx.throttle.rest();
-      return true;
-    });
+    } else {
+      await store.scanLog(from, to, PAGE, async (records) => {
+        visit(records);
+        ctx.checkStop();
+        await ctx.throttle.rest();
+        return true;
+      });
+    }
     const active = new Map<string, boolean>();
     for (const name of changed.keys()) active.set(name, true);
     state.commit({

@@ -54,10 +54,7 @@ function calculateStream(ctx: RunContext, name: string, data: StreamData, weight
     target = Math.min(target, last); // never the last event
   }
   // Definitely removable: [discardPoint, target).
-  walk(ctx, name, data.discardPoint, target - 1, (position) => {
-    addWeight(weights, chunkOf(ctx, position), 2);
-    return true;
-  });
+  weigh(ctx, name, data.discardPoint, target - 1, weights);
   data.discardPoint = Math.max(data.discardPoint, target);
 
   if (!data.tombstoned && data.maxAge !== undefined) {
@@ -84,6 +81,31 @@ function calculateStream(ctx: RunContext, name: string, data: StreamData, weight
   else if (data.maxAge !== undefined || data.maxCount !== undefined) data.status = 'Active';
   else if (data.tb !== undefined && data.tb < SOFT_DELETED_TB && last < data.tb) data.status = 'Active';
   else data.status = 'Spent';
+}
+
+/**
+ * Adds 2 per event numbered [from, to] to its chunk's weight without reading every index entry:
+ * positions grow with event numbers, so when the first and the last of a range are in one chunk
+ * all of it is; otherwise the range is halved. (Entries a maxAge execution already removed
+ * inside the range still count: a weight is an estimate, as the established servers' is.)
+ */
+function weigh(ctx: RunContext, name: string, from: number, to: number, weights: Map<number, number>): void {
+  if (to < from) return;
+  const [first, last] = ctx.store.indexPositions(name, [from, to]);
+  if (first === undefined || last === undefined || to - from < 64) {
+    walk(ctx, name, from, to, (position) => {
+      addWeight(weights, chunkOf(ctx, position), 2);
+      return true;
+    });
+    return;
+  }
+  if (chunkOf(ctx, first) === chunkOf(ctx, last)) {
+    addWeight(weights, chunkOf(ctx, first), 2 * (to - from + 1));
+    return;
+  }
+  const middle = Math.floor((from + to) / 2);
+  weigh(ctx, name, from, middle, weights);
+  weigh(ctx, name, middle + 1, to, weights);
 }
 
 /** Visits the stream's index entries numbered [from, to], oldest first, until `visit` returns false. */

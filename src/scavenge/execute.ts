@@ -82,6 +82,8 @@ export async function executeChunks(ctx: RunContext, fromChunk: number, totals: 
 async function scavengeChunk(ctx: RunContext, chunk: PhysicalChunk) {
   const { store, chunkSize, point, progress } = ctx;
   let pending: EventRecord[] = [];
+  // One removal in flight while the next page is read (reads run on the thread pool, the removal on the loop).
+  let inFlight: Promise<void> = Promise.resolve();
   let examined = 0;
   let removed = 0;
   let spaceSaved = 0;
@@ -101,13 +103,15 @@ async function scavengeChunk(ctx: RunContext, chunk: PhysicalChunk) {
     if (pending.length >= REMOVE_BATCH) {
       const batch = pending;
       pending = [];
-      await store.remove({ records: batch, chunkOps: [], sync: false });
-      progress.eventsRemoved += batch.length;
-      progress.spaceSaved += batch.reduce((sum, r) => sum + r.size, 0);
+      await inFlight;
+      inFlight = store.remove({ records: batch, chunkOps: [], sync: false }).then(() => {
+        progress.eventsRemoved += batch.length;
+        progress.spaceSaved += batch.reduce((sum, r) => sum + r.size, 0);
+      });
     }
     ctx.checkStop();
     return true;
-  });
+  }).finally(() => inFlight);
   const next: PhysicalChunk = { start: chunk.start, end: chunk.end, version: chunk.version + 1, liveBytes };
   // The last batch is synced: everything removed before it is durable with it, then the checkpoint may pass the chunk.
   await store.remove({ records: pending, chunkOps: [encodeChunk(next)], sync: true });

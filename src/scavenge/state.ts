@@ -96,7 +96,7 @@ function f64(...values: number[]): Buffer {
 }
 
 export class ScavengeState {
-  /** Recently used stream data (null: known to have none), bounded by streamCacheCapacity. */
+  /** Stream data read or written lately (null: known to have none), bounded by streamCacheCapacity. */
   private readonly cache = new Map<string, StreamData | null>();
   cacheMisses = 0;
 
@@ -119,11 +119,7 @@ export class ScavengeState {
 
   stream(name: string): StreamData | undefined {
     const cached = this.cache.get(name);
-    if (cached !== undefined) {
-      this.cache.delete(name); // most recently used last
-      this.cache.set(name, cached);
-      return cached ?? undefined;
-    }
+    if (cached !== undefined) return cached ?? undefined; // (first in, first out: a hit costs one lookup)
     this.cacheMisses++;
     const value = this.rocks.get(nameKey('S', name));
     const data = value ? (JSON.parse(value.toString('utf8')) as StreamData) : null;

@@ -1,5 +1,7 @@
 import { Rocks } from './rocks.js';
-import { chunkKey, indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
+import {
+  chunkKey, chunkTimesKey, hintKey, indexKey, logKey, metaKey, positionOfLogKey, readU64, SPACE, spaceEnd, u64Value,
+} from './keys.js';
 import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
@@ -42,6 +44,8 @@ export interface StoreOptions {
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
+const HINTS_FROM_KEY = metaKey('hints-from');
+
 /**
  * The event store: one RocksDB holding the log, the stream index and the stream infos; one
  * writer; reads; and the commit bus every follower listens to.
@@ -55,7 +59,7 @@ export class Store {
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number) {
+    maxEventBytes: number, readonly hintsFrom: number) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
     this.reader = new Reader(rocks, streams, checkpoint, tail);
@@ -70,8 +74,15 @@ export class Store {
     const rocks = await Rocks.open(options.dir, options.inMemory);
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = new StreamInfos(rocks, options.streamInfoCacheSize);
+    // Scavenge hints (keys.ts) exist from this position on: a database written before they did
+    // gets them for what is written from now on, and a scavenge reads older chunks whole.
+    let hints = rocks.get(HINTS_FROM_KEY);
+    if (!hints) {
+      hints = u64Value(checkpoint.nextPosition);
+      rocks.writeDurable([[HINTS_FROM_KEY, hints]]);
+    }
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
-      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0));
     store.warmTail(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
     return store;
   }
@@ -207,6 +218,27 @@ export class Store {
       (keys, values) => visit(keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]))));
   }
 
+  /**
+   * The metastream records and tombstones in [from, to) (positions from `hintsFrom` on), read
+   * through their hints instead of the whole range.
+   */
+  hintedRecords(from: number, to: number): EventRecord[] {
+    const { keys } = this.rocks.scan({ gte: hintKey(from), lt: hintKey(to) });
+    const positions = keys.map((k) => readU64(k, 1));
+    const values = this.rocks.getMany(positions.map(logKey));
+    const out: EventRecord[] = [];
+    positions.forEach((p, i) => {
+      if (values[i]) out.push(decodeRecord(p, values[i]!));
+    });
+    return out;
+  }
+
+  /** Oldest and newest record time (µs) in a logical chunk, if anything was written there since hints exist. */
+  chunkTimeRange(chunk: number): [number, number] | undefined {
+    const value = this.rocks.get(chunkTimesKey(chunk));
+    return value ? [value.readDoubleBE(0), value.readDoubleBE(8)] : undefined;
+  }
+
   /** A stream's index entries with event numbers in [from, to], oldest first, at most `limit`. */
   indexEntries(streamId: string, from: number, to: number, limit: number): { eventNumber: number; position: number }[] {
     const info = this.streams.get(streamId);
@@ -215,16 +247,24 @@ export class Store {
     return keys.map((k, i) => ({ eventNumber: readU64(k, 9), position: readU64(values[i], 0) }));
   }
 
+  /** The positions of these events of the stream (undefined: not in the index). */
+  indexPositions(streamId: string, eventNumbers: number[]): (number | undefined)[] {
+    const info = this.streams.get(streamId);
+    if (!info) return eventNumbers.map(() => undefined);
+    return this.rocks.getMany(eventNumbers.map((n) => indexKey(info.streamNumber, n))).map((v) => (v ? readU64(v, 0) : undefined));
+  }
+
   /** The number of the stream's last event whose record lies before `position` (-1: none). */
   lastEventBefore(streamId: string, position: number): number {
     const info = this.streams.get(streamId);
     if (!info || info.lastEventNumber < 0) return -1;
-    for (let top = info.lastEventNumber; top >= 0;) {
+    // Usually the last event itself; pages grow when many were written after the position.
+    for (let top = info.lastEventNumber, limit = 2; top >= 0; limit = Math.min(limit * 4, 4096)) {
       const { keys, values } = this.rocks.scan({
-        gte: indexKey(info.streamNumber, 0), lte: indexKey(info.streamNumber, top), reverse: true, limit: 256,
+        gte: indexKey(info.streamNumber, 0), lte: indexKey(info.streamNumber, top), reverse: true, limit,
       });
       for (let i = 0; i < keys.length; i++) if (readU64(values[i], 0) < position) return readU64(keys[i], 9);
-      if (keys.length < 256) return -1;
+      if (keys.length < limit) return -1;
       top = readU64(keys[keys.length - 1], 9) - 1;
     }
     return -1;

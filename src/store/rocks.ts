@@ -53,8 +53,8 @@ export class Rocks {
       for (;;) {
         const entries = await iterator.nextv(pageSize);
         if (entries.length === 0) return;
+        // (A page may be shorter than asked without being the last: only an empty one ends the range.)
         if (!(await visit(entries.map((e) => e[0]), entries.map((e) => e[1])))) return;
-        if (entries.length < pageSize) return;
       }
     } finally {
       await iterator.close();
