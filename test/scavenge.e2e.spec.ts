@@ -12,7 +12,8 @@ import {
 // events) interleaved over ~10 chunks of 4 KiB; one scavenge; then $all against the model of
 // what must remain (same positions, ids and bytes), stream and single-event reads, links, the
 // event-id index (retrying a removed id writes a new event), the history streams and their
-// payloads; then syncOnly (nothing to do) and threshold -1 (every chunk executed).
+// payloads; then syncOnly (nothing to do), threshold -1 (every chunk executed), metadata changed
+// after a run, a restart, a record removable in the point's own chunk, one 401 and one 400.
 // (contract: /tmp/notes/contract.md; reference: subscriptions-and-maintenance.md §2)
 
 const TIME_TAKEN = /^\d{2}:\d{2}:\d{2}\.\d{7}$/;
