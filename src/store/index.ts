@@ -65,7 +65,7 @@ export class Store {
     this.reader = new Reader(rocks, streams, checkpoint, tail);
     this.writer = new Writer({
       rocks, tail, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
-      metadataOf: (id) => this.reader.metadataOf(id),
+      metadataOf: (id) => this.reader.metadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
   }

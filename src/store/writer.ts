@@ -80,6 +80,8 @@ export interface WriterDeps {
   bus: CommitBus;
   /** Current metadata of a stream (reads its metastream). */
   metadataOf: (streamId: string) => StreamMetadata;
+  /** Records from this position on carry ID_INDEXED exactly (written since the store kept hints). */
+  idFlagsFrom: number;
   /** Called after a batch that wrote to the metastreams of these streams. */
   onMetadataChanged: (streamIds: Iterable<string>) => void;
 }
@@ -166,7 +168,8 @@ class BatchBuilder {
    */
   addRecord(streamId: string, info: StreamInfo, eventNumber: number, e: ProposedEvent, created: number,
     tombstone = false, firstOfWrite = false): EventRecord {
-    const bytes = encodeRecord(streamId, eventNumber, e, created, tombstone);
+    const idIndexed = !tombstone && firstOfWrite && e.idempotent !== false;
+    const bytes = encodeRecord(streamId, eventNumber, e, created, tombstone, idIndexed);
     let position = this.position;
     const room = this.deps.chunkSize - (position % this.deps.chunkSize);
     // A record never straddles a chunk boundary unless it is larger than a chunk.
@@ -187,7 +190,7 @@ class BatchBuilder {
     if (!tombstone) {
       assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
       this.indexOps.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
-      if (firstOfWrite && e.idempotent !== false) {
+      if (idIndexed) {
         const idKey = eventIdKey(info.streamNumber, e.eventId);
         this.idOps.push([idKey, u64Value(eventNumber)]);
         this.newEventIds.set(idKey.toString('latin1'), eventNumber);
@@ -204,6 +207,7 @@ class BatchBuilder {
     const stored: EventRecord = {
       position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
       isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
+      idIndexed,
     };
     this.records.push(stored);
     return stored;
@@ -421,7 +425,9 @@ export class Writer {
       if (isMetastream(r.streamId)) ops.push([hintKey(r.position)]);
       const info = this.deps.streams.get(r.streamId);
       if (!info) continue;
-      ops.push([indexKey(info.streamNumber, r.eventNumber)], [eventIdKey(info.streamNumber, r.eventId)]);
+      ops.push([indexKey(info.streamNumber, r.eventNumber)]);
+      // Records from before the flag existed may have their id indexed whether flagged or not.
+      if (r.idIndexed || r.position < this.deps.idFlagsFrom) ops.push([eventIdKey(info.streamNumber, r.eventId)]);
     }
     for (const chunkOp of chunkOps) ops.push(chunkOp);
     const next: WriterCheckpoint = { ...this.deps.checkpoint, recordCount: this.deps.checkpoint.recordCount - records.length };
@@ -592,6 +598,7 @@ export class Writer {
     if (events[0].idempotent === false) return undefined; // such writers never retry by id
     const first = b.eventNumberOf(info, events[0].eventId);
     if (first === undefined || (at !== undefined && first !== at)) return undefined;
+    if (b.positionOf(info, first) < 0) return undefined; // a scavenge removed that write: its id is free again
     for (let i = 1; i < events.length; i++) {
       if (!b.eventIdAt(info, first + i)?.equals(events[i].eventId)) throw new WrongExpectedVersionError(streamId, current);
     }
