@@ -10,6 +10,7 @@ import type { StreamData } from './state.js';
 
 const STREAMS_PER_BATCH = 1000;
 const SLICE = 8192;
+const YIELD_EVERY = 32;
 
 export async function calculate(ctx: RunContext, after: string | undefined): Promise<void> {
   const { state, point, progress } = ctx;
@@ -19,12 +20,15 @@ export async function calculate(ctx: RunContext, after: string | undefined): Pro
     const changed = new Map<string, StreamData>();
     const active = new Map<string, boolean>();
     const weights = new Map<number, number>();
-    for (const name of names) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
       const data = { ...state.stream(name)! };
       calculateStream(ctx, name, data, weights);
       changed.set(name, data);
       if (data.status !== 'Active') active.set(name, false);
       ctx.checkStop();
+      // Index reads are synchronous: let requests in between (appends wait on the event loop).
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve));
     }
     after = names[names.length - 1];
     state.commit({ streams: changed, active, weightDeltas: weights,
