@@ -21,9 +21,9 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function open(dir = mkdtempSync(join(tmpdir(), 'svc-scavenge-'))) {
+async function open(dir = mkdtempSync(join(tmpdir(), 'svc-scavenge-')), inMemory = false) {
   if (!dirs.includes(dir)) dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize: CHUNK });
+  const store = await Store.open({ dir, inMemory, chunkSize: CHUNK });
   const scavenger = new Scavenger(store, {
     stateDir: join(store.location, 'scavenging'), chunkSize: CHUNK, disableMerging: false, historyMaxAgeDays: 30,
     backendPageSize: 16384, backendCacheSize: 8 * 1024 * 1024, streamCacheCapacity: 1000, nodeEndpoint: () => '127.0.0.1:2113',
@@ -119,6 +119,17 @@ describe('scavenge engine', () => {
     expect(links.status === 'ok' && links.events.map((e) => e.event?.eventNumber ?? null)).toEqual([null, 29]);
     // The record count followed.
     expect(store.recordCount).toBe(after.length);
+  });
+
+  it('scavenges an in-memory (tmpfs) store like any other, and leaves nothing behind on close', async () => {
+    const { store, scavenger, close } = await open(undefined, true);
+    await build(store);
+    expect((await scavenge(scavenger)).result).toBe('Success');
+    expect(allRecords(store).filter((r) => r.streamId === 'hard' && !r.tombstone)).toEqual([]);
+    const location = store.location;
+    await close();
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(location)).toBe(false);
   });
 
   it('forgets removed event ids: a retry of one is a new write', async () => {

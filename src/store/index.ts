@@ -258,7 +258,9 @@ export class Store {
   lastEventBefore(streamId: string, position: number): number {
     const info = this.streams.get(streamId);
     if (!info || info.lastEventNumber < 0) return -1;
-    // Usually the last event itself; pages grow when many were written after the position.
+    // Usually the last event itself (a point read: no iterator); else pages that grow.
+    const [lastPosition] = this.indexPositions(streamId, [info.lastEventNumber]);
+    if (lastPosition !== undefined && lastPosition < position) return info.lastEventNumber;
     for (let top = info.lastEventNumber, limit = 2; top >= 0; limit = Math.min(limit * 4, 4096)) {
       const { keys, values } = this.rocks.scan({
         gte: indexKey(info.streamNumber, 0), lte: indexKey(info.streamNumber, top), reverse: true, limit,
