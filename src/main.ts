@@ -30,20 +30,25 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
+  // Signals are taken from before the start: one that arrives while the node starts (a
+  // supervisor that saw the start line) stops it cleanly once it has started.
+  let signalled: string | undefined;
+  let stop = (signal: string) => { signalled ??= signal; };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
   const node = await startNode(loaded.config, {
     sources: loaded.sources,
     reloadConfig: read,
     onShutdown: () => process.exit(0),
   });
-  const stop = (signal: string) => {
+  stop = (signal: string) => {
     node.log.info({ signal }, 'signal received');
     node.close().then(() => process.exit(0), (err) => {
       node.log.error({ err }, 'shutdown failed');
       process.exit(1);
     });
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  if (signalled) stop(signalled);
   process.on('SIGHUP', () => {
     node.log.info('SIGHUP received: reloading the configuration');
     void node.reload();

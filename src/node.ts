@@ -162,6 +162,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     throw err;
   }
   port = (app.server.address() as AddressInfo).port;
+  await scavenger.open();
   const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
   const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
   log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,

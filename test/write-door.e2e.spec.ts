@@ -119,7 +119,7 @@ let ticks = 0;
 async function tick(): Promise<void> {
   await appendOk('tick-1', [newEvent('Tick')]);
   ticks++;
-  await eventually(async () => expect(await state('counter')).toEqual({ n: ticks }), 10_000);
+  await eventually(async () => expect(await state('counter')).toEqual({ n: ticks }), 30_000);
 }
 
 describe('case 1: a plain user event that a projection would turn into a stream over the limit', () => {

@@ -10,6 +10,7 @@ import { registerUsers } from './users.js';
 import { registerNodeInfo } from './node-info.js';
 import { registerProjections } from './projections.js';
 import { registerSubscriptions } from './subscriptions.js';
+import { registerScavenge } from './scavenge.js';
 
 // The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
 // decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
@@ -90,5 +91,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerNodeInfo(app, ctx);
   registerProjections(app, ctx);
   registerSubscriptions(app, ctx);
+  registerScavenge(app, ctx);
   return app;
 }

@@ -4,13 +4,14 @@ import { InvalidWriteError, StoreClosedError, StreamDeletedError, WrongExpectedV
 import { ProjectionError } from '../projections/manager.js';
 import { QuerySyntaxError } from '../projections/validate.js';
 import { SettingsError } from '../subscriptions/settings.js';
+import { ScavengeAlreadyRunningError } from '../scavenge/types.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
 // reason phrase (existing clients read it), the default text body ('' sends none) and the headers
-// it carries. Routes throw ApiError; the errors of the store, the projections and the
-// subscription settings map to an entry in DOMAIN_ERRORS; the app's error handler writes
-// whatever `errorAnswer` gives and knows nothing else.
+// it carries. Routes throw ApiError; the errors of the store, the projections, the
+// subscription settings and the scavenger map to an entry in DOMAIN_ERRORS; the app's error
+// handler writes whatever `errorAnswer` gives and knows nothing else.
 
 interface ErrorEntry {
   status: number;
@@ -21,6 +22,7 @@ interface ErrorEntry {
 
 export const API_ERRORS = {
   BAD_REQUEST: { status: 400, reason: 'Bad Request', message: 'Bad request.' },
+  SCAVENGE_ALREADY_RUNNING: { status: 400, reason: 'Bad Request', message: 'Scavenge is already running' },
   WRONG_EXPECTED_VERSION: { status: 400, reason: 'Wrong expected EventNumber', message: '' },
   /** The Authorization header names no user with that password. */
   BAD_CREDENTIALS: { status: 401, reason: 'Unauthorized', message: '', headers: { 'WWW-Authenticate': 'X-Basic realm="SVC"' } },
@@ -32,6 +34,8 @@ export const API_ERRORS = {
   NOT_AUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'Not Authorized' },
   GOSSIP_REFUSED: { status: 403, reason: 'Forbidden', message: 'This node runs alone (cluster size 1): it takes gossip from no node.' },
   NOT_FOUND: { status: 404, reason: 'Not Found', message: '' },
+  /** DELETE /admin/scavenge/{id}: no scavenge with that id runs. */
+  SCAVENGE_NOT_FOUND: { status: 404, reason: 'Not Found', message: 'Scavenge Id does not exist' },
   NOT_ACCEPTABLE: { status: 406, reason: 'Requested URI is not available in requested format', message: '' },
   CONFLICT: { status: 409, reason: 'Conflict', message: '' },
   /** A write or delete met a deleted stream. */
@@ -94,6 +98,7 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   domain(ProjectionError, (e) => new ApiError(PROJECTION_ERRORS[e.kind], e.message)),
   domain(QuerySyntaxError, (e) => new ApiError('BAD_REQUEST', e.message)),
   domain(SettingsError, (e) => new ApiError('BAD_REQUEST', e.message)),
+  domain(ScavengeAlreadyRunningError, () => new ApiError('SCAVENGE_ALREADY_RUNNING')),
 ];
 
 /** The answer for an error, or undefined when it is a fault of ours (the handler answers INTERNAL). */

@@ -5,10 +5,11 @@ import { parseAllPosition } from './urls.js';
 
 // Request validation is declared on each route as JSON schemas (params, querystring, body), and
 // fastify runs them before the handler (after the route's guard and body decoding). Rules that
-// plain JSON schema cannot say are the named formats below, defined once. Every schema that can
-// fail carries `errorMessage`: the text the 400 answers with, `{value}` standing for the value
-// refused; the first failing schema that declares one speaks (so a schema's own message wins
-// over its parent's). Values are never coerced: a route gets the strings it was sent.
+// plain JSON schema cannot say are the named formats below and the `integerText` keyword (a
+// number in a query is text), defined once. Every schema that can fail carries `errorMessage`:
+// the text the 400 answers with, `{value}` standing for the value refused; the first failing
+// schema that declares one speaks (so a schema's own message wins over its parent's). Values
+// are never coerced: a route gets the strings it was sent.
 
 /** The longest page a read may ask for (the established servers' limit). */
 export const MAX_PAGE = 4096;
@@ -37,18 +38,48 @@ const FORMATS = {
   'number-from-1': (text) => Number.isSafeInteger(Number(text)) && Number(text) >= 1,
   /** A yes/no query flag, any case; empty means the route's default. */
   flag: (text) => /^(yes|true|1|no|false|0)?$/i.test(text),
+  /** `true` or `false`, any case (as bool.TryParse reads it); nothing else, not even empty. */
+  boolean: (text) => /^(true|false)$/i.test(text),
 } satisfies Record<string, (text: string) => boolean>;
 
-/** The fastify `ajv` option: the formats, the `errorMessage` keyword, no coercion, errors that carry their schema. */
+interface IntegerBounds {
+  minimum?: number;
+  maximum?: number;
+}
+
+/** Decimal digits with an optional sign (as the established servers' int.TryParse reads a query value), within the bounds. */
+function isIntegerWithin(text: string, { minimum = -Number.MAX_SAFE_INTEGER, maximum = Number.MAX_SAFE_INTEGER }: IntegerBounds): boolean {
+  const value = /^[+-]?\d+$/.test(text) ? Number(text) : NaN;
+  return Number.isSafeInteger(value) && value >= minimum && value <= maximum;
+}
+
+interface KeywordDefinition {
+  keyword: string;
+  schemaType: string;
+  type?: string;
+  validate?(schema: IntegerBounds, data: string): boolean;
+}
+
+/**
+ * The fastify `ajv` option: the formats, no coercion, errors that carry their schema, and two
+ * keywords: `errorMessage` (see above) and `integerText` (a string that is an integer within bounds).
+ */
 export const AJV_OPTIONS = {
   customOptions: { coerceTypes: false, verbose: true, formats: FORMATS },
-  plugins: [(ajv: { addKeyword(definition: { keyword: string; schemaType: string }): unknown }) =>
-    ajv.addKeyword({ keyword: 'errorMessage', schemaType: 'string' })],
+  plugins: [(ajv: { addKeyword(definition: KeywordDefinition): unknown }) => {
+    ajv.addKeyword({ keyword: 'errorMessage', schemaType: 'string' });
+    ajv.addKeyword({ keyword: 'integerText', schemaType: 'object', type: 'string', validate: (bounds, text) => isIntegerWithin(text, bounds) });
+  }],
 };
 
 /** A string of the named format; any other value answers `errorMessage`. */
 export function formatted(format: keyof typeof FORMATS, errorMessage: string) {
   return { type: 'string', format, errorMessage } as const;
+}
+
+/** A query value that is an integer within `bounds` (both ends included); any other value answers `errorMessage`. */
+export function integerText(bounds: IntegerBounds, errorMessage: string) {
+  return { type: 'string', integerText: bounds, errorMessage } as const;
 }
 
 /** `head`, or what `schema` admits (with its message). */

@@ -1,12 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Store } from '../store/index.js';
+import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, type Store } from '../store/index.js';
+import { ScavengeStoppedError, type RunContext } from './context.js';
+import { History, historyMetadata, SCAVENGES_STREAM, scavengeStream, timeSpan } from './history.js';
+import { begin, runPhases } from './run.js';
+import { ScavengeState } from './state.js';
+import { Throttle } from './throttle.js';
 import {
   ScavengeAlreadyRunningError, type LastScavengeResult, type ScavengeProgress, type ScavengeRequest, type ScavengeResult,
 } from './types.js';
 
-// The node's scavenger: one scavenge at a time, run in the background while the node serves.
-// (Phases: see run.ts.)
+// The node's scavenger: one scavenge at a time, run in the background while the node serves
+// reads, appends, projections and subscriptions. See run.ts for the phases, and
+// docs/scavenging.md for how the established servers' concepts map onto this store.
 
 export interface ScavengerOptions {
   /** Where the scavenge state database lives (`<db>/scavenging`). */
@@ -26,18 +32,139 @@ export interface CurrentScavenge {
   progress: ScavengeProgress;
 }
 
+interface Running {
+  id: string;
+  progress: ScavengeProgress;
+  stopRequested: boolean;
+  throttle: Throttle;
+  done: Promise<void>;
+}
+
 export class Scavenger {
-  private running: { id: string; progress: ScavengeProgress; stop: () => Promise<void> } | undefined;
+  private running: Running | undefined;
   private lastRun: { id: string; result: LastScavengeResult } | undefined;
+  private state: ScavengeState | undefined;
+  private closed = false;
 
   constructor(private readonly store: Store, private readonly options: ScavengerOptions, private readonly log: Logger) {}
+
+  /**
+   * At node start: gives the history streams their metadata and records as Interrupted every
+   * scavenge that started but never completed (the process was killed).
+   */
+  async open(): Promise<void> {
+    const wanted = historyMetadata(this.options.historyMaxAgeDays);
+    if (JSON.stringify(this.store.metadataOf(SCAVENGES_STREAM).raw) !== JSON.stringify(wanted)) {
+      await this.store.append(metastreamOf(SCAVENGES_STREAM), ExpectedVersion.any, [{
+        eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true, data: Buffer.from(JSON.stringify(wanted)), metadata: Buffer.alloc(0),
+      }]);
+    }
+    await this.recordInterrupted();
+  }
+
+  private async recordInterrupted(): Promise<void> {
+    const started = new Set<string>();
+    const completed = new Set<string>();
+    for (const link of this.store.streamRecords(SCAVENGES_STREAM)) {
+      const text = link.data.toString('utf8');
+      const stream = text.slice(text.indexOf('@') + 1);
+      const found = this.store.readEvent(stream, Number(text.slice(0, text.indexOf('@'))));
+      if (found.status !== 'ok' || !found.event.event) continue;
+      const id = stream.slice(SCAVENGES_STREAM.length + 1);
+      if (found.event.event.eventType === '$scavengeStarted') started.add(id);
+      else if (found.event.event.eventType === '$scavengeCompleted') completed.add(id);
+    }
+    for (const id of started) {
+      if (completed.has(id)) continue;
+      let spaceSaved = 0;
+      let maxChunkScavenged = -1;
+      let eventsExamined = 0;
+      let eventsRemoved = 0;
+      let first: number | undefined;
+      for (const e of this.store.streamRecords(scavengeStream(id))) {
+        first ??= e.created;
+        if (e.eventType !== '$scavengeChunksCompleted') continue;
+        const body = JSON.parse(e.data.toString('utf8')) as Record<string, number>;
+        spaceSaved += body.spaceSaved ?? 0;
+        maxChunkScavenged = Math.max(maxChunkScavenged, body.chunkEndNumber ?? -1);
+        eventsExamined += body.eventsExamined ?? 0;
+        eventsRemoved += body.eventsRemoved ?? 0;
+      }
+      this.log.warn(`SCAVENGING: scavenge ${id} was interrupted by a restart`);
+      await new History(this.store, id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, this.log).completed({
+        result: 'Interrupted', error: 'The node was restarted.',
+        timeTaken: timeSpan(first === undefined ? 0 : (Date.now() * 1000 - first) / 1000),
+        spaceSaved, maxChunkScavenged, eventsExamined, eventsRemoved,
+      });
+    }
+  }
 
   /** Starts a scavenge in the background and returns its id at once. */
   start(request: ScavengeRequest): string {
     if (this.running) throw new ScavengeAlreadyRunningError(this.running.id);
+    if (this.closed) throw new Error('the node is shutting down');
     const id = randomUUID();
-    void request;
-    throw new Error(`scavenge ${id}: not built yet`);
+    const progress: ScavengeProgress = {
+      phase: 'Beginning', scavengePoint: -1, chunksDone: 0, chunksTotal: 0, eventsExamined: 0, eventsRemoved: 0, spaceSaved: 0,
+    };
+    const log = this.log.child({ scavengeId: id });
+    const run: Running = { id, progress, stopRequested: false, throttle: new Throttle(request.throttlePercent, log), done: Promise.resolve() };
+    this.running = run;
+    run.done = this.run(run, request, log).finally(() => {
+      this.running = undefined;
+    });
+    return id;
+  }
+
+  private async run(run: Running, request: ScavengeRequest, log: Logger): Promise<void> {
+    const started = performance.now();
+    const history = new History(this.store, run.id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, log);
+    const totals = { spaceSaved: 0, maxChunkScavenged: -1 };
+    const before = this.store.diskUsage();
+    let result: ScavengeResult = 'Success';
+    let error: string | null = null;
+    await history.started();
+    try {
+      this.state ??= await ScavengeState.open(this.options.stateDir, {
+        pageSize: this.options.backendPageSize, cacheSize: this.options.backendCacheSize,
+        streamCacheCapacity: this.options.streamCacheCapacity,
+      });
+      const state = this.state;
+      const beginning = await begin(this.store, state, request, log);
+      if (beginning.kind !== 'nothing') {
+        const point = beginning.kind === 'resume' ? beginning.checkpoint.point : beginning.point;
+        run.progress.scavengePoint = point.eventNumber;
+        const ctx: RunContext = {
+          store: this.store, state, log, chunkSize: this.options.chunkSize, point, scavengeId: run.id, progress: run.progress,
+          throttle: run.throttle, history, threads: request.threads, disableMerging: this.options.disableMerging,
+          checkStop: () => {
+            if (run.stopRequested) throw new ScavengeStoppedError();
+          },
+        };
+        await runPhases(ctx, beginning.kind === 'resume' ? beginning.checkpoint : undefined, totals);
+      }
+    } catch (err) {
+      if (err instanceof ScavengeStoppedError) {
+        result = 'Stopped';
+      } else {
+        result = 'Errored';
+        error = `Error while scavenging DB: ${(err as Error).message}.`;
+        log.error({ err }, `SCAVENGING: ${error}`);
+      }
+    }
+    const took = performance.now() - started;
+    const after = this.store.diskUsage();
+    const verb = result === 'Success' ? 'Completed' : result === 'Stopped' ? 'Stopped' : 'Failed';
+    log.info({
+      eventsExamined: run.progress.eventsExamined, eventsRemoved: run.progress.eventsRemoved, spaceSaved: totals.spaceSaved,
+      sstFilesBytesBefore: before.sstFilesBytes, sstFilesBytesAfter: after.sstFilesBytes,
+      liveDataBytesBefore: before.liveDataBytes, liveDataBytesAfter: after.liveDataBytes,
+    }, `SCAVENGING: Scavenge ${verb}. Total time taken: ${timeSpan(took)}. Total space saved: ${totals.spaceSaved}.`);
+    await history.completed({
+      result, error, timeTaken: timeSpan(took), spaceSaved: totals.spaceSaved, maxChunkScavenged: totals.maxChunkScavenged,
+      eventsExamined: run.progress.eventsExamined, eventsRemoved: run.progress.eventsRemoved,
+    });
+    this.lastRun = { id: run.id, result };
   }
 
   current(): CurrentScavenge | undefined {
@@ -54,21 +181,26 @@ export class Scavenger {
   async stop(id: string): Promise<boolean> {
     const run = this.running;
     if (!run || (id !== 'current' && id !== run.id)) return false;
-    await run.stop();
+    run.stopRequested = true;
+    run.throttle.interrupt();
+    await run.done;
     return true;
   }
 
-  /** What POST /admin/mergeindexes does here. */
+  /** What POST /admin/mergeindexes does here: nothing physical, and it says so. */
   mergeIndexes(): { mergeIndexesId: string; message: string } {
     const message = 'Nothing to merge: the index is one RocksDB key space, whose files RocksDB merges itself by compaction; '
       + 'a scavenge removes index entries together with their records.';
-    this.log.info(message);
+    this.log.info(`SCAVENGING: ${message}`);
     return { mergeIndexesId: randomUUID(), message };
   }
 
-  /** Stops a running scavenge (it resumes at the next start) and closes the state database. */
+  /** Stops a running scavenge (the next one resumes it) and closes the state database. */
   async close(): Promise<void> {
-    await this.running?.stop();
+    this.closed = true;
+    if (this.running) await this.stop(this.running.id);
+    await this.state?.close();
+    this.state = undefined;
   }
 }
 

@@ -22,6 +22,8 @@ export interface ScavengeProgress {
   /** Chunks of the current phase done, of how many (accumulation and execution). */
   chunksDone: number;
   chunksTotal: number;
+  /** Streams whose discard points were calculated. */
+  streamsCalculated?: number;
   /** Log records read (accumulation and execution). */
   eventsExamined: number;
   eventsRemoved: number;

@@ -1,9 +1,13 @@
 import { Rocks } from './rocks.js';
-import { logKey, positionOfLogKey, SPACE, spaceEnd } from './keys.js';
+import {
+  chunkKey, chunkTimesKey, hintKey, indexKey, logKey, metaKey, positionOfLogKey, readU64, SPACE, spaceEnd, u64Value,
+} from './keys.js';
+import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
+import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
-import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type StreamWrite } from './writer.js';
+import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type StreamWrite } from './writer.js';
 import { loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
 import type { ExpectedVersion } from './expected-version.js';
@@ -13,7 +17,9 @@ export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
-export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite } from './writer.js';
+export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal } from './writer.js';
+export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
+export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
 export { LINK_EVENT_TYPE } from './record.js';
@@ -38,6 +44,8 @@ export interface StoreOptions {
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
+const HINTS_FROM_KEY = metaKey('hints-from');
+
 /**
  * The event store: one RocksDB holding the log, the stream index and the stream infos; one
  * writer; reads; and the commit bus every follower listens to.
@@ -51,13 +59,13 @@ export class Store {
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number) {
+    maxEventBytes: number, readonly hintsFrom: number) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
     this.reader = new Reader(rocks, streams, checkpoint, tail);
     this.writer = new Writer({
       rocks, tail, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
-      metadataOf: (id) => this.reader.metadataOf(id),
+      metadataOf: (id) => this.reader.metadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
   }
@@ -66,8 +74,15 @@ export class Store {
     const rocks = await Rocks.open(options.dir, options.inMemory);
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = new StreamInfos(rocks, options.streamInfoCacheSize);
+    // Scavenge hints (keys.ts) exist from this position on: a database written before they did
+    // gets them for what is written from now on, and a scavenge reads older chunks whole.
+    let hints = rocks.get(HINTS_FROM_KEY);
+    if (!hints) {
+      hints = u64Value(checkpoint.nextPosition);
+      rocks.writeDurable([[HINTS_FROM_KEY, hints]]);
+    }
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
-      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0));
     store.warmTail(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
     return store;
   }
@@ -193,6 +208,101 @@ export class Store {
 
   resolveLink(record: import('./record.js').EventRecord) {
     return this.reader.resolveLink(record);
+  }
+
+  // What a scavenge (src/scavenge) reads of the store, and how it removes records.
+
+  /** Log records in [from, to), a page at a time, read off the event loop; `visit` returns false to stop. */
+  scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
+    return this.rocks.scanPages({ gte: logKey(from), lt: logKey(to) }, pageSize,
+      (keys, values) => visit(keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]))));
+  }
+
+  /**
+   * The metastream records and tombstones in [from, to) (positions from `hintsFrom` on), read
+   * through their hints instead of the whole range.
+   */
+  hintedRecords(from: number, to: number): EventRecord[] {
+    const { keys } = this.rocks.scan({ gte: hintKey(from), lt: hintKey(to) });
+    const positions = keys.map((k) => readU64(k, 1));
+    const values = this.rocks.getMany(positions.map(logKey));
+    const out: EventRecord[] = [];
+    positions.forEach((p, i) => {
+      if (values[i]) out.push(decodeRecord(p, values[i]!));
+    });
+    return out;
+  }
+
+  /** Oldest and newest record time (µs) in a logical chunk, if anything was written there since hints exist. */
+  chunkTimeRange(chunk: number): [number, number] | undefined {
+    const value = this.rocks.get(chunkTimesKey(chunk));
+    return value ? [value.readDoubleBE(0), value.readDoubleBE(8)] : undefined;
+  }
+
+  /** A stream's index entries with event numbers in [from, to], oldest first, at most `limit`. */
+  indexEntries(streamId: string, from: number, to: number, limit: number): { eventNumber: number; position: number }[] {
+    const info = this.streams.get(streamId);
+    if (!info || to < from) return [];
+    const { keys, values } = this.rocks.scan({ gte: indexKey(info.streamNumber, from), lte: indexKey(info.streamNumber, to), limit });
+    return keys.map((k, i) => ({ eventNumber: readU64(k, 9), position: readU64(values[i], 0) }));
+  }
+
+  /** The positions of these events of the stream (undefined: not in the index). */
+  indexPositions(streamId: string, eventNumbers: number[]): (number | undefined)[] {
+    const info = this.streams.get(streamId);
+    if (!info) return eventNumbers.map(() => undefined);
+    return this.rocks.getMany(eventNumbers.map((n) => indexKey(info.streamNumber, n))).map((v) => (v ? readU64(v, 0) : undefined));
+  }
+
+  /** The number of the stream's last event whose record lies before `position` (-1: none). */
+  lastEventBefore(streamId: string, position: number): number {
+    const info = this.streams.get(streamId);
+    if (!info || info.lastEventNumber < 0) return -1;
+    // Usually the last event itself (a point read: no iterator); else pages that grow.
+    const [lastPosition] = this.indexPositions(streamId, [info.lastEventNumber]);
+    if (lastPosition !== undefined && lastPosition < position) return info.lastEventNumber;
+    for (let top = info.lastEventNumber, limit = 2; top >= 0; limit = Math.min(limit * 4, 4096)) {
+      const { keys, values } = this.rocks.scan({
+        gte: indexKey(info.streamNumber, 0), lte: indexKey(info.streamNumber, top), reverse: true, limit,
+      });
+      for (let i = 0; i < keys.length; i++) if (readU64(values[i], 0) < position) return readU64(keys[i], 9);
+      if (keys.length < limit) return -1;
+      top = readU64(keys[keys.length - 1], 9) - 1;
+    }
+    return -1;
+  }
+
+  /** The physical chunks covering logical chunks [from, to], in order. */
+  physicalChunks(from: number, to: number): PhysicalChunk[] {
+    const { keys, values } = this.rocks.scan({ ...CHUNK_SPACE, lte: chunkKey(to) });
+    const entries = keys.map((k, i) => decodeChunk(k, values[i]));
+    const out: PhysicalChunk[] = [];
+    let e = 0;
+    for (let c = from; c <= to;) {
+      while (e < entries.length && entries[e].end < c) e++;
+      const entry = entries[e];
+      if (entry && entry.start <= c) {
+        out.push(entry);
+        c = entry.end + 1;
+      } else {
+        out.push({ start: c, end: c, version: 0 });
+        c++;
+      }
+    }
+    return out;
+  }
+
+  /** Removes what a scavenge found removable (records with their index and event-id entries), in order with all writes. */
+  remove(removal: Removal): Promise<void> {
+    return this.writer.remove(removal);
+  }
+
+  /** RocksDB's own figures of the space the store takes. */
+  diskUsage(): { sstFilesBytes: number; liveDataBytes: number } {
+    return {
+      sstFilesBytes: Number(this.rocks.property('rocksdb.total-sst-files-size')),
+      liveDataBytes: Number(this.rocks.property('rocksdb.estimate-live-data-size')),
+    };
   }
 
   /** Finishes the writes in flight, then closes RocksDB. */

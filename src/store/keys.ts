@@ -6,8 +6,13 @@
 //   STREAM   0x03 | stream name (utf8)            -> stream info (see stream-info.ts)
 //   EVENT_ID 0x04 | stream u64 | event id (16)    -> eventNumber u64 (idempotent retries)
 //   META     0x05 | name (ascii)                  -> subsystem checkpoint (writer state)
+//   CHUNK    0x06 | first logical chunk u64        -> physical chunk (see chunks.ts): only for chunks a
+//                                                     scavenge executed or merged
+//   HINT     0x07 | position u64                   -> '' : the record there is a metastream record or a
+//                                                     tombstone (what a scavenge's accumulation reads)
+//   TIMES    0x08 | logical chunk u64              -> oldest and newest record time (µs) f64 f64
 
-export const SPACE = { LOG: 0x01, INDEX: 0x02, STREAM: 0x03, EVENT_ID: 0x04, META: 0x05 } as const;
+export const SPACE = { LOG: 0x01, INDEX: 0x02, STREAM: 0x03, EVENT_ID: 0x04, META: 0x05, CHUNK: 0x06, HINT: 0x07, TIMES: 0x08 } as const;
 
 const TWO_32 = 2 ** 32;
 
@@ -52,6 +57,27 @@ export function eventIdKey(streamNumber: number, eventId: Buffer): Buffer {
   key[0] = SPACE.EVENT_ID;
   writeU64(key, streamNumber, 1);
   eventId.copy(key, 9);
+  return key;
+}
+
+export function chunkKey(chunkNumber: number): Buffer {
+  const key = Buffer.allocUnsafe(9);
+  key[0] = SPACE.CHUNK;
+  writeU64(key, chunkNumber, 1);
+  return key;
+}
+
+export function hintKey(position: number): Buffer {
+  const key = Buffer.allocUnsafe(9);
+  key[0] = SPACE.HINT;
+  writeU64(key, position, 1);
+  return key;
+}
+
+export function chunkTimesKey(chunkNumber: number): Buffer {
+  const key = Buffer.allocUnsafe(9);
+  key[0] = SPACE.TIMES;
+  writeU64(key, chunkNumber, 1);
   return key;
 }
 

@@ -8,9 +8,8 @@
 // 25 projections live (measured: 1.8 s of 11 s in readAllForward at 1,000 appends/s).
 // It also knows where each stream's cached events are: they are the stream's newest, so a stream
 // read within them needs no index scan in RocksDB (20 index rows cost ~50 µs there, about a fifth
-// of a 20-event page read in bench (c)). An event can be cached here and gone from RocksDB only if
-// scavenging removed it, which it does only to events no read shows ($maxCount, $maxAge, $tb,
-// deleted streams): reads filter those out by the stream's metadata, as they do for RocksDB's.
+// of a 20-event page read in bench (c)). A scavenge drops the commits it removed records from
+// (forgetThrough), their places in the stream tails with them.
 
 import { strict as assert } from 'node:assert';
 import { decodeRecord, streamPlaceOf, type EventRecord } from './record.js';
@@ -128,6 +127,29 @@ export class LogTailCache {
       records.push(record);
     }
     return records;
+  }
+
+  /**
+   * Forgets every cached commit that starts at or before `position`: a scavenge removed records
+   * there, and reads must go to RocksDB, which no longer has them. (Whole commits: the cache keeps
+   * no holes; what it drops is read from RocksDB until newer commits fill it again.)
+   */
+  forgetThrough(position: number): void {
+    while (this.first < this.segments.length && this.segments[this.first].positions[0] <= position) {
+      const old = this.segments[this.first];
+      this.size -= old.bytes.length + old.positions.length * RECORD_OVERHEAD + SEGMENT_OVERHEAD;
+      this.forgetRecords(old);
+      if (old.decoded) {
+        old.decoded = undefined;
+        const at = this.decodedSegments.indexOf(old);
+        if (at >= 0) {
+          this.decodedSegments.splice(at, 1);
+          this.decodedCount -= old.positions.length;
+        }
+      }
+      this.segments[this.first] = EVICTED;
+      this.first++;
+    }
   }
 
   /** The oldest cached position, or undefined when nothing is cached. */

@@ -1,4 +1,3 @@
-import { strict as assert } from 'node:assert';
 import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
@@ -153,7 +152,9 @@ export class Reader {
     }
     const last = records[records.length - 1];
     const nextPosition = last ? last.position + last.size : Math.max(position, 0);
-    return { records, nextPosition, isEnd: nextPosition >= this.checkpoint.nextPosition };
+    // Fewer records than asked: the end of the log (which a scavenge point may leave at a chunk
+    // boundary, past the last record).
+    return { records, nextPosition, isEnd: records.length < count || nextPosition >= this.checkpoint.nextPosition };
   }
 
   /** Records before `position`, newest first. */
@@ -203,7 +204,7 @@ export class Reader {
       return cached;
     }
     const bytes = this.rocks.get(logKey(position));
-    assert(bytes, `the index entry of event ${eventNumber} points at a missing record (position ${position})`);
+    if (!bytes) return undefined; // removed by a scavenge since the index was read
     this.counters.notCachedRecord++;
     return decodeRecord(position, bytes);
   }
@@ -225,13 +226,13 @@ export class Reader {
       for (let i = 0, j = 0; i < records.length; i++) {
         if (records[i] !== undefined) continue;
         const bytes = fetched[j++];
-        assert(bytes, `an index entry points at a missing record (position ${positions[i]})`);
-        records[i] = decodeRecord(positions[i], bytes);
+        // Missing: a scavenge removed it between the index scan and this read (their entries go together).
+        if (bytes) records[i] = decodeRecord(positions[i], bytes);
       }
     }
     this.counters.cachedRecord += positions.length - missing.length;
     this.counters.notCachedRecord += missing.length;
-    return records as EventRecord[];
+    return records.filter((r): r is EventRecord => r !== undefined);
   }
 
   /** Applies $maxAge and, when asked, resolves `$>` links to their targets. */

@@ -13,8 +13,11 @@ const HEADER = 1 + 1 + 8 + 8 + 16 + 2 + 2 + 4 + 4;
 /** The type of a link event: its data is `{eventNumber}@{stream}`. */
 export const LINK_EVENT_TYPE = '$>';
 
-/** JSON: the event is flagged JSON. DATA_JSON: its data bytes are valid JSON (checked when written). */
-export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02, DATA_JSON: 0x04 } as const;
+/**
+ * JSON: the event is flagged JSON. DATA_JSON: its data bytes are valid JSON (checked when written).
+ * ID_INDEXED: its id is in the event-id index (the first event of an append).
+ */
+export const FLAG = { JSON: 0x01, TOMBSTONE: 0x02, DATA_JSON: 0x04, ID_INDEXED: 0x08 } as const;
 
 /** A record read back from the log. `data` and `metadata` are views into the stored bytes. */
 export interface EventRecord {
@@ -31,6 +34,8 @@ export interface EventRecord {
   metadata: Buffer;
   created: number; // µs since the Unix epoch
   tombstone: boolean;
+  /** Its id is in the event-id index (meaningful for records written since the store kept hints). */
+  idIndexed: boolean;
 }
 
 export interface RecordPayload {
@@ -48,7 +53,8 @@ export interface RecordPayload {
   metadata: Buffer;
 }
 
-export function encodeRecord(streamId: string, eventNumber: number, e: RecordPayload, created: number, tombstone: boolean): Buffer {
+export function encodeRecord(streamId: string, eventNumber: number, e: RecordPayload, created: number, tombstone: boolean,
+  idIndexed = false): Buffer {
   const streamLength = Buffer.byteLength(streamId, 'utf8');
   const typeLength = Buffer.byteLength(e.eventType, 'utf8');
   assert(streamLength < 65536 && typeLength < 65536, 'stream name and event type are limited to 64 KiB');
@@ -57,7 +63,8 @@ export function encodeRecord(streamId: string, eventNumber: number, e: RecordPay
   let o = 0;
   buf[o++] = VERSION;
   const dataIsJson = (e.dataIsJson ?? e.isJson) && e.data.length > 0;
-  buf[o++] = (e.isJson ? FLAG.JSON : 0) | (tombstone ? FLAG.TOMBSTONE : 0) | (dataIsJson ? FLAG.DATA_JSON : 0);
+  buf[o++] = (e.isJson ? FLAG.JSON : 0) | (tombstone ? FLAG.TOMBSTONE : 0) | (dataIsJson ? FLAG.DATA_JSON : 0)
+    | (idIndexed ? FLAG.ID_INDEXED : 0);
   buf.writeDoubleBE(eventNumber, o); o += 8;
   buf.writeDoubleBE(created, o); o += 8;
   e.eventId.copy(buf, o); o += 16;
@@ -91,6 +98,7 @@ class DecodedRecord implements EventRecord {
   readonly isJson: boolean;
   readonly dataIsJson: boolean;
   readonly tombstone: boolean;
+  readonly idIndexed: boolean;
   readonly created: number;
   private readonly dataStart: number;
   private readonly dataLength: number;
@@ -115,6 +123,7 @@ class DecodedRecord implements EventRecord {
     this.isJson = (flags & FLAG.JSON) !== 0;
     this.dataIsJson = (flags & FLAG.DATA_JSON) !== 0;
     this.tombstone = (flags & FLAG.TOMBSTONE) !== 0;
+    this.idIndexed = (flags & FLAG.ID_INDEXED) !== 0;
   }
 
   get eventId(): Buffer {

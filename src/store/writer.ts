@@ -3,8 +3,9 @@ import type { Rocks, BatchOp } from './rocks.js';
 import type { CommitBus } from './bus.js';
 import type { ExpectedVersion } from './expected-version.js';
 import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
-import { encodeRecord, type EventRecord, type RecordPayload } from './record.js';
-import { eventIdKey, indexKey, logKey, readU64, u64Value } from './keys.js';
+import { decodeRecord, encodeRecord, type EventRecord, type RecordPayload } from './record.js';
+import { chunkTimesKey, eventIdKey, hintKey, indexKey, logKey, readU64, u64Value } from './keys.js';
+import { SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM } from './system-streams.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
   type StreamInfo, type WriterCheckpoint,
@@ -46,7 +47,19 @@ type Pending =
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
       resolve: (r: DeleteResult) => void; reject: (e: Error) => void }
   | { kind: 'transaction'; streamId: string; writes: StreamWrite[]; deferSync: boolean;
-      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void };
+      resolve: (r: AppendResult[]) => void; reject: (e: Error) => void }
+  | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void };
+
+/**
+ * What a scavenge removes in one batch: records (with their index and event-id entries) and
+ * chunk-table changes. Written alone, in order with every other write.
+ */
+export interface Removal {
+  records: readonly EventRecord[];
+  chunkOps: readonly BatchOp[];
+  /** Sync the batch (and with it everything before it): a scavenge checkpoint follows it. */
+  sync: boolean;
+}
 
 /** One stream's part of a multi-stream transaction. */
 export interface StreamWrite {
@@ -67,11 +80,14 @@ export interface WriterDeps {
   bus: CommitBus;
   /** Current metadata of a stream (reads its metastream). */
   metadataOf: (streamId: string) => StreamMetadata;
+  /** Records from this position on carry ID_INDEXED exactly (written since the store kept hints). */
+  idFlagsFrom: number;
   /** Called after a batch that wrote to the metastreams of these streams. */
   onMetadataChanged: (streamIds: Iterable<string>) => void;
 }
 
 const MAX_OPS_PER_FLUSH = 4096;
+const EMPTY = Buffer.alloc(0);
 const MAX_BYTES_PER_FLUSH = 16 * 1024 * 1024;
 /**
  * Deferred-sync writes are flushed in slices of about this many records (a transaction is never
@@ -82,6 +98,14 @@ const MAX_RECORDS_PER_DEFERRED_FLUSH = 1000;
 
 /** The batch being built by one flush: stream infos and event ids changed so far overlay the committed ones. */
 class BatchBuilder {
+  // The batch's keys, one list per key space, written space after space: RocksDB inserts a
+  // batch's keys in order and each insert starts from where the last one ended, so keys of one
+  // space together cost ~25% less than the same keys interleaved per event (measured with
+  // bench/keys.ts: 6.9 → 5.2 ms per 1,000-event batch).
+  readonly logOps: BatchOp[] = [];
+  readonly indexOps: BatchOp[] = [];
+  readonly idOps: BatchOp[] = [];
+  /** Everything else: hints, chunk times, stream infos, the writer checkpoint. */
   readonly ops: BatchOp[] = [];
   readonly records: EventRecord[] = [];
   /** The encoded bytes of each record, for the log tail cache. */
@@ -90,6 +114,8 @@ class BatchBuilder {
   readonly newEventIds = new Map<string, number>();
   /** Streams whose metastream this batch writes: their metadata is not known until it commits. */
   readonly metadataWritten = new Set<string>();
+  /** Oldest and newest record time of each chunk this batch writes to. */
+  readonly chunkTimes = new Map<number, [number, number]>();
   bytes = 0;
 
   constructor(private readonly deps: WriterDeps, public position: number, public nextStreamNumber: number,
@@ -107,13 +133,24 @@ class BatchBuilder {
     return created;
   }
 
-  /** Event number of `eventId` in the stream, if it was ever written there. */
+  /** Event number of `eventId` in the stream, if an append or transaction began with it there. */
   eventNumberOf(info: StreamInfo, eventId: Buffer): number | undefined {
     const key = eventIdKey(info.streamNumber, eventId);
     const pending = this.newEventIds.get(key.toString('latin1'));
     if (pending !== undefined) return pending;
     const stored = this.deps.rocks.get(key);
     return stored ? readU64(stored, 0) : undefined;
+  }
+
+  /** The id of event `eventNumber` of the stream, whether written before or in this batch (undefined: not there). */
+  eventIdAt(info: StreamInfo, eventNumber: number): Buffer | undefined {
+    for (let i = this.records.length - 1; i >= 0; i--) {
+      const r = this.records[i];
+      if (r.eventNumber === eventNumber && !r.tombstone && this.info(r.streamId)?.streamNumber === info.streamNumber) return r.eventId;
+    }
+    const position = this.deps.rocks.get(indexKey(info.streamNumber, eventNumber));
+    const bytes = position && this.deps.rocks.get(logKey(readU64(position, 0)));
+    return bytes ? decodeRecord(readU64(position, 0), bytes).eventId : undefined;
   }
 
   positionOf(info: StreamInfo, eventNumber: number): number {
@@ -123,25 +160,46 @@ class BatchBuilder {
     return pending ? pending.position : -1;
   }
 
-  /** Appends one record to the batch: log entry, and (unless a tombstone) index and event-id entries. */
+  /**
+   * Appends one record to the batch: log entry, and (unless a tombstone) its index entry, and for
+   * the first event of an append or transaction write its event id (a retry sends the same
+   * events again, and is recognised by its first id; the following ids are compared with the
+   * events after it).
+   */
   addRecord(streamId: string, info: StreamInfo, eventNumber: number, e: ProposedEvent, created: number,
-    tombstone = false): EventRecord {
-    const bytes = encodeRecord(streamId, eventNumber, e, created, tombstone);
+    tombstone = false, firstOfWrite = false): EventRecord {
+    const idIndexed = !tombstone && firstOfWrite && e.idempotent !== false;
+    const bytes = encodeRecord(streamId, eventNumber, e, created, tombstone, idIndexed);
     let position = this.position;
     const room = this.deps.chunkSize - (position % this.deps.chunkSize);
     // A record never straddles a chunk boundary unless it is larger than a chunk.
     if (bytes.length > room && bytes.length <= this.deps.chunkSize) position += room;
     assert(position >= this.position, 'log positions strictly increase');
     this.position = position + bytes.length;
-    this.ops.push([logKey(position), bytes]);
+    this.logOps.push([logKey(position), bytes]);
+    // What a scavenge's accumulation needs without reading the whole log: where the metastream
+    // records and tombstones are, and each chunk's time range.
+    if (tombstone || isMetastream(streamId)) this.ops.push([hintKey(position), EMPTY]);
+    const chunk = Math.floor(position / this.deps.chunkSize);
+    const times = this.chunkTimes.get(chunk);
+    if (!times) this.chunkTimes.set(chunk, [created, created]);
+    else {
+      if (created < times[0]) times[0] = created;
+      if (created > times[1]) times[1] = created;
+    }
     if (!tombstone) {
       assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
-      this.ops.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
-      if (e.idempotent !== false) {
+      this.indexOps.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
+      if (idIndexed) {
         const idKey = eventIdKey(info.streamNumber, e.eventId);
-        this.ops.push([idKey, u64Value(eventNumber)]);
+        this.idOps.push([idKey, u64Value(eventNumber)]);
         this.newEventIds.set(idKey.toString('latin1'), eventNumber);
       }
+    }
+    if (e.eventType === SCAVENGE_POINT_EVENT_TYPE && streamId === SCAVENGE_POINTS_STREAM) {
+      // The scavenge point completes its chunk: everything after it starts the next one, so a
+      // scavenge up to the point covers whole chunks and accumulates each chunk once.
+      this.position = Math.ceil(this.position / this.deps.chunkSize) * this.deps.chunkSize;
     }
     this.bytes += bytes.length;
     this.recordCount++;
@@ -149,6 +207,7 @@ class BatchBuilder {
     const stored: EventRecord = {
       position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
       isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
+      idIndexed,
     };
     this.records.push(stored);
     return stored;
@@ -161,7 +220,8 @@ class BatchBuilder {
   /** A point to roll back to if a later part of a transaction fails. */
   mark() {
     return {
-      ops: this.ops.length, records: this.records.length, position: this.position, nextStreamNumber: this.nextStreamNumber,
+      ops: this.ops.length, logOps: this.logOps.length, indexOps: this.indexOps.length, idOps: this.idOps.length,
+      records: this.records.length, position: this.position, nextStreamNumber: this.nextStreamNumber,
       recordCount: this.recordCount, bytes: this.bytes, infos: new Map(this.infos), newEventIds: new Map(this.newEventIds),
       metadataWritten: new Set(this.metadataWritten),
     };
@@ -169,6 +229,9 @@ class BatchBuilder {
 
   rollback(m: ReturnType<BatchBuilder['mark']>): void {
     this.ops.length = m.ops;
+    this.logOps.length = m.logOps;
+    this.indexOps.length = m.indexOps;
+    this.idOps.length = m.idOps;
     this.records.length = m.records;
     this.recordBytes.length = m.records;
     this.position = m.position;
@@ -234,6 +297,13 @@ export class Writer {
     });
   }
 
+  /** Removes records a scavenge found removable (see Removal); resolves once written. */
+  remove(removal: Removal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'remove', streamId: '', removal, resolve, reject });
+    });
+  }
+
   /** Stops taking writes and resolves once every write already queued is durable (or failed). */
   async close(): Promise<void> {
     this.closed = true;
@@ -279,6 +349,12 @@ export class Writer {
   private flush(): void {
     this.stats.flushStarted();
     this.prioritiseClientWrites();
+    const first = this.queue[0];
+    if (first.kind === 'remove') {
+      this.queue.shift();
+      this.flushRemoval(first);
+      return;
+    }
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
@@ -290,8 +366,9 @@ export class Writer {
     const maxRecords = deferred ? MAX_RECORDS_PER_DEFERRED_FLUSH : Infinity;
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH
       && builder.records.length < maxRecords) {
-      const op = this.queue[0];
-      if (isDeferred(op) !== deferred) break;
+      const next: Pending = this.queue[0];
+      if (next.kind === 'remove' || isDeferred(next) !== deferred) break;
+      const op = next;
       const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
       const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
       if (targets.some((t) => builder.metadataWritten.has(t))) break; // its metadata changes in this batch: next flush
@@ -320,8 +397,9 @@ export class Writer {
     const next = this.prepareCommit(builder);
     const started = performance.now();
     try {
-      if (deferred) this.deps.rocks.writeUnsynced(builder.ops);
-      else this.deps.rocks.writeDurable(builder.ops);
+      const ops = [...builder.logOps, ...builder.indexOps, ...builder.idOps, ...builder.ops];
+      if (deferred) this.deps.rocks.writeUnsynced(ops);
+      else this.deps.rocks.writeDurable(ops);
       this.unsynced = deferred;
     } catch (err) {
       this.abandon(taken, err as Error);
@@ -335,8 +413,43 @@ export class Writer {
     this.afterFlush();
   }
 
+  /** One scavenge removal batch: records, their index and event-id entries, chunk changes and the record count. */
+  private flushRemoval(op: Extract<Pending, { kind: 'remove' }>): void {
+    const { records, chunkOps, sync } = op.removal;
+    const ops: BatchOp[] = [];
+    let highest = -1;
+    for (const r of records) {
+      ops.push([logKey(r.position)]);
+      highest = Math.max(highest, r.position);
+      if (r.tombstone) continue;
+      if (isMetastream(r.streamId)) ops.push([hintKey(r.position)]);
+      const info = this.deps.streams.get(r.streamId);
+      if (!info) continue;
+      ops.push([indexKey(info.streamNumber, r.eventNumber)]);
+      // Records from before the flag existed may have their id indexed whether flagged or not.
+      if (r.idIndexed || r.position < this.deps.idFlagsFrom) ops.push([eventIdKey(info.streamNumber, r.eventId)]);
+    }
+    for (const chunkOp of chunkOps) ops.push(chunkOp);
+    const next: WriterCheckpoint = { ...this.deps.checkpoint, recordCount: this.deps.checkpoint.recordCount - records.length };
+    ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(next)]);
+    try {
+      if (sync) this.deps.rocks.writeDurable(ops);
+      else this.deps.rocks.writeUnsynced(ops);
+      if (sync) this.unsynced = false;
+      else this.unsynced = true;
+    } catch (err) {
+      this.abandon([op], err as Error);
+      return;
+    }
+    Object.assign(this.deps.checkpoint, next);
+    if (highest >= 0) this.deps.tail.forgetThrough(highest);
+    this.stats.flushed(1, 0, this.queue.length);
+    op.resolve();
+    this.afterFlush();
+  }
+
   /** The write door (write-rules.ts), for every stream the operation writes. */
-  private checkOperation(op: Pending): void {
+  private checkOperation(op: Exclude<Pending, { kind: 'remove' }>): void {
     const { limits } = this.deps;
     if (op.kind === 'append') {
       checkStreamName(op.streamId);
@@ -350,7 +463,7 @@ export class Writer {
   }
 
   /** Adds one operation to the batch; returns what settles its caller once the batch is durable. */
-  private plan(builder: BatchBuilder, op: Pending, now: number): () => void {
+  private plan(builder: BatchBuilder, op: Exclude<Pending, { kind: 'remove' }>, now: number): () => void {
     if (op.kind === 'append') {
       const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
       return () => op.resolve(result);
@@ -386,7 +499,24 @@ export class Writer {
   }
 
   /** Adds the stream infos and the writer checkpoint to the batch: they commit with the records. */
+  /** The time range of the chunk being written (kept across batches), widened by each batch. */
+  private chunkTimes: { chunk: number; range: [number, number] } | undefined;
+
   private prepareCommit(builder: BatchBuilder): WriterCheckpoint {
+    // (A rolled-back transaction may have widened a range: a range wider than its records is harmless.)
+    for (const [chunk, [min, max]] of builder.chunkTimes) {
+      let known = this.chunkTimes?.chunk === chunk ? this.chunkTimes.range : undefined;
+      if (!known) {
+        const stored = this.deps.rocks.get(chunkTimesKey(chunk));
+        known = stored ? [stored.readDoubleBE(0), stored.readDoubleBE(8)] : [min, max];
+      }
+      const range: [number, number] = [Math.min(known[0], min), Math.max(known[1], max)];
+      this.chunkTimes = { chunk, range };
+      const value = Buffer.allocUnsafe(16);
+      value.writeDoubleBE(range[0], 0);
+      value.writeDoubleBE(range[1], 8);
+      builder.ops.push([chunkTimesKey(chunk), value]);
+    }
     const next: WriterCheckpoint = {
       nextPosition: builder.position, nextStreamNumber: builder.nextStreamNumber, recordCount: builder.recordCount,
     };
@@ -420,7 +550,7 @@ export class Writer {
     let firstPosition = -1;
     const growing = { streamNumber: info.streamNumber, lastEventNumber: last, tombstoned: false };
     for (const e of events) {
-      const record = b.addRecord(streamId, growing, last + 1, e, now);
+      const record = b.addRecord(streamId, growing, last + 1, e, now, false, last + 1 === current + 1);
       if (firstPosition < 0) firstPosition = record.position;
       growing.lastEventNumber = ++last;
     }
@@ -468,8 +598,9 @@ export class Writer {
     if (events[0].idempotent === false) return undefined; // such writers never retry by id
     const first = b.eventNumberOf(info, events[0].eventId);
     if (first === undefined || (at !== undefined && first !== at)) return undefined;
+    if (b.positionOf(info, first) < 0) return undefined; // a scavenge removed that write: its id is free again
     for (let i = 1; i < events.length; i++) {
-      if (b.eventNumberOf(info, events[i].eventId) !== first + i) throw new WrongExpectedVersionError(streamId, current);
+      if (!b.eventIdAt(info, first + i)?.equals(events[i].eventId)) throw new WrongExpectedVersionError(streamId, current);
     }
     return {
       firstEventNumber: first, lastEventNumber: first + events.length - 1,

@@ -12,7 +12,12 @@ declare module '@nxtedition/rocksdb' {
     _writeSync(options: { sync?: boolean }): void;
     close(): Promise<void>;
   }
+  interface Iterator {
+    nextv(size: number): Promise<[Buffer, Buffer][]>;
+    close(): Promise<void>;
+  }
   export class RocksLevel {
+    iterator(options: RangeOptions): Iterator;
     constructor(location: string, options?: Record<string, unknown>);
     open(options?: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
