@@ -7,13 +7,15 @@ import { encodeRecord } from '../src/store/record.js';
 import { eventIdKey, indexKey, logKey, streamKey, u64Value } from '../src/store/keys.js';
 import { encodeStreamInfo, encodeWriterCheckpoint, WRITER_CHECKPOINT_KEY } from '../src/store/stream-state.js';
 
-// What each of the three keys the store writes per appended event costs (LOG record, INDEX
-// stream+number -> position, EVENT_ID stream+id -> number), without HTTP in the way.
+// What each key the store writes per appended event costs (LOG record, INDEX stream+number ->
+// position, EVENT_ID stream+id -> number), without HTTP in the way.
 //   1. Store.append as bench (b) drives it: 100-event appends, 10 concurrent appenders,
-//      round-robin over 1,000 streams; once as today, once with `idempotent: false` (no
+//      round-robin over 1,000 streams; once with ids indexed as the writer does (every event's
+//      until de30bde, the first of each append since), once with `idempotent: false` (no
 //      EVENT_ID key written, no id lookup per append).
-//   2. The same batches written straight to RocksDB (Rocks.writeDurable), with all three keys,
-//      without EVENT_ID, without EVENT_ID and INDEX, and all three without the fsync.
+//   2. Batches of the first layout (three keys per event) written straight to RocksDB
+//      (Rocks.writeDurable): all three keys interleaved event by event, the same grouped by key
+//      space, without EVENT_ID, without EVENT_ID and INDEX, and all three without the fsync.
 //   3. The id lookup the writer makes per append (a miss: a new id), on the database of step 2.
 // Usage: node dist/bench/keys.js   (KEYS_EVENTS=300000, KEYS_RUNS=3, KEYS_BATCH=1000, BENCH_DATA_DIR)
 
@@ -146,7 +148,7 @@ const range = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs)
 
 async function main(): Promise<void> {
   log(`keys bench: ${fmt(EVENTS)} events, ${PER_APPEND} per append, ${APPENDERS} appenders, ${STREAMS} streams, ${RUNS} runs, data in ${PARENT}`);
-  const storeRows: [string, StoreFigures[]][] = [['Store.append, today (3 keys + id lookup)', []], ['Store.append, idempotent: false (2 keys)', []]];
+  const storeRows: [string, StoreFigures[]][] = [['Store.append, ids indexed as the writer does', []], ['Store.append, idempotent: false (no event-id key)', []]];
   const rocksCases: [string, Layout, boolean][] = [
     ['RocksDB batch, log+index+id, fsync', 'log+index+id', true],
     ['RocksDB batch, log+index+id grouped by key space, fsync', 'grouped', true],
