@@ -13,6 +13,9 @@ export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buf
 
 const NO_OPTIONS = {};
 
+/** EXPERIMENT (bench/space.ts): options merged into the store's open. */
+export const rocksExperiment: { open: Record<string, unknown> } = { open: {} };
+
 /** What a database may set apart from the defaults (the scavenge state database sets both). */
 export interface RocksTuning {
   /** Block cache in bytes. */
@@ -34,6 +37,7 @@ export class Rocks {
     await db.open({
       createIfMissing: true, infoLogLevel: 'error', cacheSize: tuning.cacheSize ?? 256 * 1024 * 1024,
       ...(tuning.blockSize ? { blockSize: tuning.blockSize } : {}),
+      ...(tuning.blockSize ? {} : rocksExperiment.open),
     });
     return new Rocks(db, location, inMemory);
   }
@@ -111,10 +115,26 @@ export class Rocks {
     this.writeBatch(ops, false);
   }
 
+  /**
+   * Deletes every key in [gte, lt) with one range tombstone (RocksDB's DeleteRange), written
+   * without an fsync and apart from any batch. The tombstone is written before this returns; the
+   * promise reports the outcome (the binding reports errors on the next tick).
+   */
+  deleteRange(gte: Buffer, lt: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      (this.db as unknown as ClearCapable)._clear({ gte, lt }, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
   async close(): Promise<void> {
     await this.db.close();
     if (this.ephemeral) rmSync(this.location, { recursive: true, force: true });
   }
+}
+
+/** The binding's range delete: `_clear` without a limit is one DeleteRange, made synchronously. */
+interface ClearCapable {
+  _clear(range: { gte: Buffer; lt: Buffer }, callback: (err: Error | null) => void): void;
 }
 
 function ephemeralLocation(): string {
