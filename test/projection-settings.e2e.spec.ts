@@ -193,7 +193,7 @@ describe('projection statistics move with the work', () => {
     const name = uniq('busy-p');
     await createWithConfig(name, `fromStream('${src}').when({ E: (s, e) => {
         let x = 0; for (let k = 0; k < 100000; k++) x = (x + k) % 7;
-        emit('${uniq('busy-out')}', 'Out', { i: e.body.i, pad: 'x'.repeat(4000) }); } })`, { checkpointAfterMs: 0, maxWriteBatchLength: 100 }, true);
+        emit('${uniq('busy-out')}', 'Out', { i: e.body.i, pad: 'x'.repeat(4000) }); } })`, { checkpointAfterMs: 0, maxWriteBatchLength: 20 }, true);
     const seen = { readsInProgress: 0, bufferedEvents: 0, writesInProgress: 0, before: 0, after: 0, writing: false };
     for (;;) {
       const st = await stats(name);
