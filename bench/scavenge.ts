@@ -1,6 +1,7 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
 import { Scavenger } from '../src/scavenge/scavenger.js';
@@ -14,22 +15,23 @@ import type { ScavengeRequest } from '../src/scavenge/types.js';
 // freed, and RocksDB's on-disk figures before, right after, and after a reopen.
 // BENCH_SCAVENGE_ONE_ONLY=1 runs only threads=1; BENCH_SCAVENGE_LOG=info shows the scavenge's log.
 
-const EVENTS = Number(process.env.BENCH_SCAVENGE_EVENTS ?? 1_000_000);
+export const EVENTS = Number(process.env.BENCH_SCAVENGE_EVENTS ?? 1_000_000);
 const PER_STREAM = 100;
 // Chunks of 16 MB (the default is 256 MB) so that a million events make a dozen: threads have chunks to share.
-const CHUNK = 16 * 1024 * 1024;
+export const CHUNK = 16 * 1024 * 1024;
 const TARGET_EXAMINED_PER_SECOND = 200_000;
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const quiet = pino({ level: process.env.BENCH_SCAVENGE_LOG ?? 'silent' });
 
-function event(i: number): ProposedEvent {
+export function event(i: number): ProposedEvent {
   return {
     eventId: newUuid(), eventType: 'Added', isJson: true,
     data: Buffer.from(`{"v":${i},"pad":"${'x'.repeat(100)}"}`), metadata: Buffer.alloc(0),
   };
 }
 
-async function build(dir: string): Promise<void> {
+/** Builds the bench's log in `dir` (also used by bench/space.ts). */
+export async function build(dir: string): Promise<void> {
   const store = await Store.open({ dir, inMemory: false, chunkSize: CHUNK });
   const streams = EVENTS / PER_STREAM;
   const inFlight: Promise<unknown>[] = [];
@@ -119,4 +121,5 @@ async function main(): Promise<void> {
   rmSync(source, { recursive: true, force: true });
 }
 
-await main();
+// Run only as the entry point, not when bench/space.ts imports the build.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

@@ -193,8 +193,15 @@ describe('projection statistics move with the work', () => {
     const name = uniq('busy-p');
     await createWithConfig(name, `fromStream('${src}').when({ E: (s, e) => {
         let x = 0; for (let k = 0; k < 100000; k++) x = (x + k) % 7;
-        emit('${uniq('busy-out')}', 'Out', { i: e.body.i, pad: 'x'.repeat(4000) }); } })`, { checkpointAfterMs: 0, maxWriteBatchLength: 100 }, true);
+        emit('${uniq('busy-out')}', 'Out', { i: e.body.i, pad: 'x'.repeat(4000) }); } })`, { checkpointAfterMs: 0, maxWriteBatchLength: 20 }, true);
     const seen = { readsInProgress: 0, bufferedEvents: 0, writesInProgress: 0, before: 0, after: 0, writing: false };
+    // Clients appending meanwhile: their writes go before a projection's checkpoint in the writer's
+    // queue, so a checkpoint waits there long enough to be seen with its pending events.
+    let busy = true;
+    const clients = (async () => {
+      const other = uniq('busy-client');
+      while (busy) await appendMany(other, 200, (i) => newEvent('C', { i, pad: 'y'.repeat(2000) }), 200);
+    })();
     for (;;) {
       const st = await stats(name);
       seen.readsInProgress = Math.max(seen.readsInProgress, st.readsInProgress);
@@ -207,6 +214,8 @@ describe('projection statistics move with the work', () => {
       if (st.eventsProcessedAfterRestart === 10_000) break;
       await sleep(2);
     }
+    busy = false;
+    await clients;
     expect(seen.readsInProgress).toBe(1);
     expect(seen.bufferedEvents).toBeGreaterThan(0);
     expect(seen.writesInProgress).toBe(1);

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 
 // throttlePercent p: the run rests so that rests are (1 − p/100) of its whole time. At each rest
-// opportunity it owes (r·elapsed − rested)/(1 − r) ms; it sleeps once that debt reaches a second
-// (smaller debts add up), and a stop wakes it.
+// opportunity it owes (r·elapsed − rested)/(1 − r) ms; it sleeps once that debt reaches 100 ms
+// (smaller debts add up; the established servers wait for a whole second, which leaves a small
+// run unthrottled), and a stop wakes it.
 
-const SHORTEST_REST_MS = 1000;
+const SHORTEST_REST_MS = 100;
 const LOGGED_REST_MS = 10_000;
 
 export class Throttle {

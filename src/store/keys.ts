@@ -25,11 +25,16 @@ export function readU64(buf: Buffer, offset: number): number {
   return buf.readUInt32BE(offset) * TWO_32 + buf.readUInt32BE(offset + 4);
 }
 
-export function logKey(position: number): Buffer {
+/** A key of a space keyed by one number (log, chunk, hint, chunk times). */
+function numberKey(space: number, value: number): Buffer {
   const key = Buffer.allocUnsafe(9);
-  key[0] = SPACE.LOG;
-  writeU64(key, position, 1);
+  key[0] = space;
+  writeU64(key, value, 1);
   return key;
+}
+
+export function logKey(position: number): Buffer {
+  return numberKey(SPACE.LOG, position);
 }
 
 export function positionOfLogKey(key: Buffer): number {
@@ -61,24 +66,15 @@ export function eventIdKey(streamNumber: number, eventId: Buffer): Buffer {
 }
 
 export function chunkKey(chunkNumber: number): Buffer {
-  const key = Buffer.allocUnsafe(9);
-  key[0] = SPACE.CHUNK;
-  writeU64(key, chunkNumber, 1);
-  return key;
+  return numberKey(SPACE.CHUNK, chunkNumber);
 }
 
 export function hintKey(position: number): Buffer {
-  const key = Buffer.allocUnsafe(9);
-  key[0] = SPACE.HINT;
-  writeU64(key, position, 1);
-  return key;
+  return numberKey(SPACE.HINT, position);
 }
 
 export function chunkTimesKey(chunkNumber: number): Buffer {
-  const key = Buffer.allocUnsafe(9);
-  key[0] = SPACE.TIMES;
-  writeU64(key, chunkNumber, 1);
-  return key;
+  return numberKey(SPACE.TIMES, chunkNumber);
 }
 
 export function metaKey(name: string): Buffer {
