@@ -56,15 +56,21 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 }
 
+/** A scavenger over `store` (in `dir`) with the node's default options, opened. */
+export async function openScavenger(store: Store, dir: string, log = quiet): Promise<Scavenger> {
+  const scavenger = new Scavenger(store, {
+    stateDir: join(dir, 'scavenging'), chunkSize: CHUNK, disableMerging: false, historyMaxAgeDays: 30,
+    backendPageSize: 16 * 1024, backendCacheSize: 64 * 1024 * 1024, streamCacheCapacity: 100_000, nodeEndpoint: () => 'bench',
+  }, log);
+  await scavenger.open();
+  return scavenger;
+}
+
 async function scenario(source: string, name: string, request: Partial<ScavengeRequest>) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-scavenge-'));
   cpSync(source, dir, { recursive: true });
   let store = await Store.open({ dir, inMemory: false, chunkSize: CHUNK });
-  const scavenger = new Scavenger(store, {
-    stateDir: join(dir, 'scavenging'), chunkSize: CHUNK, disableMerging: false, historyMaxAgeDays: 30,
-    backendPageSize: 16 * 1024, backendCacheSize: 64 * 1024 * 1024, streamCacheCapacity: 100_000, nodeEndpoint: () => 'bench',
-  }, quiet);
-  await scavenger.open();
+  const scavenger = await openScavenger(store, dir);
   const records = store.recordCount;
   const before = store.diskUsage();
   const latencies: number[] = [];

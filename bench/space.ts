@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { ExpectedVersion, Store } from '../src/store/index.js';
-import { Scavenger } from '../src/scavenge/scavenger.js';
 import { SPACE_RECLAIM } from '../src/store/writer.js';
-import { build, CHUNK, event, EVENTS } from './scavenge.js';
+import { build, CHUNK, event, EVENTS, openScavenger } from './scavenge.js';
 
 // The space bench: how promptly RocksDB gives back the space a scavenge frees. The scavenge
 // bench's log (BENCH_SCAVENGE_EVENTS events, half removable) is built once, copied per variant,
@@ -98,11 +97,7 @@ async function variantRun(source: string, name: string, variant: Variant): Promi
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-space-'));
   cpSync(source, dir, { recursive: true });
   let store = await Store.open({ dir, inMemory: false, chunkSize: CHUNK });
-  const scavenger = new Scavenger(store, {
-    stateDir: join(dir, 'scavenging'), chunkSize: CHUNK, disableMerging: false, historyMaxAgeDays: 30,
-    backendPageSize: 16 * 1024, backendCacheSize: 64 * 1024 * 1024, streamCacheCapacity: 100_000, nodeEndpoint: () => 'bench',
-  }, quiet);
-  await scavenger.open();
+  const scavenger = await openScavenger(store, dir, quiet);
   const records = store.recordCount;
   const before = measure(store, dir);
   // 200 single-event appends a second from the scavenge's start to the end of the idle time after it.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, type Store } from '../store/index.js';
+import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, parseLinkTarget, type Store } from '../store/index.js';
 import { ScavengeStoppedError, type RunContext } from './context.js';
 import { History, historyMetadata, SCAVENGES_STREAM, scavengeStream, timeSpan } from './history.js';
 import { begin, runPhases } from './run.js';
@@ -66,11 +66,11 @@ export class Scavenger {
     const started = new Set<string>();
     const completed = new Set<string>();
     for (const link of this.store.streamRecords(SCAVENGES_STREAM)) {
-      const text = link.data.toString('utf8');
-      const stream = text.slice(text.indexOf('@') + 1);
-      const found = this.store.readEvent(stream, Number(text.slice(0, text.indexOf('@'))));
+      const target = parseLinkTarget(link.data);
+      if (!target) continue;
+      const found = this.store.readEvent(target.streamId, target.eventNumber);
       if (found.status !== 'ok' || !found.event.event) continue;
-      const id = stream.slice(SCAVENGES_STREAM.length + 1);
+      const id = target.streamId.slice(SCAVENGES_STREAM.length + 1);
       if (found.event.event.eventType === '$scavengeStarted') started.add(id);
       else if (found.event.event.eventType === '$scavengeCompleted') completed.add(id);
     }
@@ -156,6 +156,7 @@ export class Scavenger {
     const after = this.store.diskUsage();
     const verb = result === 'Success' ? 'Completed' : result === 'Stopped' ? 'Stopped' : 'Failed';
     log.info({
+      streamCacheMissesSinceStart: this.state?.cacheMisses ?? 0,
       eventsExamined: run.progress.eventsExamined, eventsRemoved: run.progress.eventsRemoved, spaceSaved: totals.spaceSaved,
       sstFilesBytesBefore: before.sstFilesBytes, sstFilesBytesAfter: after.sstFilesBytes,
       liveDataBytesBefore: before.liveDataBytes, liveDataBytesAfter: after.liveDataBytes,

@@ -98,6 +98,7 @@ function f64(...values: number[]): Buffer {
 export class ScavengeState {
   /** Stream data read or written lately (null: known to have none), bounded by streamCacheCapacity. */
   private readonly cache = new Map<string, StreamData | null>();
+  /** Stream data read from disk because the cache did not hold it since the node started (in each run's last log line: raise the capacity if it climbs fast). */
   cacheMisses = 0;
 
   private constructor(private readonly rocks: Rocks, private readonly capacity: number) {}

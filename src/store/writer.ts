@@ -448,8 +448,7 @@ export class Writer {
     try {
       if (sync) this.deps.rocks.writeDurable(ops);
       else this.deps.rocks.writeUnsynced(ops);
-      if (sync) this.unsynced = false;
-      else this.unsynced = true;
+      this.unsynced = !sync; // a synced write makes everything before it durable
     } catch (err) {
       this.abandon([op], err as Error);
       return;
