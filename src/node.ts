@@ -59,7 +59,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
-    maxStateBytes: config.maxProjectionStateSize,
+    maxStateBytes: config.maxProjectionStateSize, partitionCache: config.projectionPartitionCache,
     runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
   });
   const subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));

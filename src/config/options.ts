@@ -106,6 +106,10 @@ export const OPTIONS = {
     kind: 'int', group: 'Projections', default: 5000, min: 10, max: 600_000,
     help: 'CPU time in ms a projection may spend on one batch of events (or on its definition) before it faults.',
   },
+  projectionPartitionCache: {
+    kind: 'int', group: 'Projections', default: 10_000, min: 1, max: 10_000_000,
+    help: 'Partitions whose state a running projection keeps in its sandbox; the others are read from their checkpoints when an event needs them (projections without checkpoints keep all theirs, within --projection-memory-limit).',
+  },
   maxProjectionStateSize: {
     kind: 'size', group: 'Projections', default: 0, min: 0, max: 16 * 1024 * 1024,
     help: 'Largest state + result of one projection partition, in bytes (0: no limit of its own; a partition is still stored as one event within --max-append-size); a projection over it faults.',

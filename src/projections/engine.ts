@@ -1,7 +1,9 @@
 import type { EventRecord } from '../store/index.js';
 import { BatchEncoder, FULL_DELIVERY, type Delivery } from './wire.js';
 import type { EventUse } from './event-use.js';
-import { Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent } from './sandbox.js';
+import {
+  Sandbox, DefinitionError, type BatchOutcome, type ChangedPartition, type EmittedEvent, type PartitionLookup, type StoredPartition,
+} from './sandbox.js';
 import { definitionProblem, needsRawBody } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
 import type { Selected } from './source.js';
@@ -27,12 +29,15 @@ export interface Engine {
   /**
    * Handles one encoded batch; state changes stay inside until collect(), or, with `collect`,
    * come back in the outcome (one call instead of two when a checkpoint will follow the batch).
+   * `lookup` reads the stored states of partitions the engine does not hold.
    */
-  process(encoded: unknown, collect?: boolean): Promise<BatchOutcome>;
+  process(encoded: unknown, collect?: boolean, lookup?: PartitionLookup): Promise<BatchOutcome>;
   /** The partitions changed since the last collection, serialised. */
   collect(): Promise<ChangedPartition[]>;
-  /** The live state and result of one partition. */
-  partition(partition: string): Promise<[string | null, string | null]>;
+  /** Partitions the engine holds in memory now. */
+  readonly resident?: number;
+  /** The live state and result of one partition; null when the engine does not hold it (read its checkpoint). */
+  partition(partition: string): Promise<StoredPartition>;
   dispose(): void;
 }
 
@@ -48,14 +53,18 @@ export class JsEngine implements Engine {
     this.encoder = new BatchEncoder(delivery);
   }
 
-  static async create(query: string, limits: EngineLimits, run: { emitEnabled: boolean; mode: ProjectionMode },
-    stored: Record<string, [string | null, string | null]>): Promise<JsEngine> {
+  /**
+   * `run.partitionCache`: partitions the sandbox keeps (the others are read from their checkpoints
+   * when an event needs them); 0 keeps them all (a run without checkpoints has nothing to read back).
+   */
+  static async create(query: string, limits: EngineLimits, run: { emitEnabled: boolean; mode: ProjectionMode; partitionCache: number },
+    stored: Record<string, StoredPartition>): Promise<JsEngine> {
     const sandbox = await Sandbox.create(query, limits);
     try {
       const problem = definitionProblem(sandbox.definition);
       if (problem) throw new DefinitionError(problem, sandbox.definition);
       const resultsPerEvent = writesRunningResults(sandbox.definition, run.mode);
-      const { plainEvents } = await sandbox.start({ emitEnabled: run.emitEnabled, resultsPerEvent }, stored);
+      const { plainEvents } = await sandbox.start({ emitEnabled: run.emitEnabled, resultsPerEvent, partitionCache: run.partitionCache }, stored);
       const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), run.emitEnabled);
       return new JsEngine(sandbox, delivery, plainEvents);
     } catch (err) {
@@ -72,19 +81,23 @@ export class JsEngine implements Engine {
     return this.sandbox.disposed;
   }
 
+  get resident(): number {
+    return this.sandbox.resident;
+  }
+
   encode(batch: Selected[]): string {
     return this.encoder.encode(batch);
   }
 
-  process(encoded: unknown, collect = false): Promise<BatchOutcome> {
-    return this.sandbox.process(encoded as string, collect);
+  process(encoded: unknown, collect = false, lookup?: PartitionLookup): Promise<BatchOutcome> {
+    return this.sandbox.process(encoded as string, collect, lookup);
   }
 
   collect(): Promise<ChangedPartition[]> {
     return this.sandbox.collect();
   }
 
-  partition(partition: string): Promise<[string | null, string | null]> {
+  partition(partition: string): Promise<StoredPartition> {
     return this.sandbox.partition(partition);
   }
 

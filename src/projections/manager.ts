@@ -81,8 +81,8 @@ export class ProjectionManager {
 
   private projection(persisted: PersistedProjection, id: number): Projection {
     const projection: Projection = new Projection(persisted, id, this.store, this.log, this.options, (other) => this.isLive(other),
-      (p, limits, stored) => (p.handlerType === 'JS'
-        ? JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode }, stored)
+      (p, limits, stored, partitionCache) => (p.handlerType === 'JS'
+        ? JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode, partitionCache }, stored)
         : Promise.resolve(new NativeEngine(p.handlerType, p.query))),
       (reason) => this.keepFault(projection, reason));
     return projection;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import {
   LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type Store,
 } from '../store/index.js';
-import type { BatchOutcome, ChangedPartition, EmittedEvent } from './sandbox.js';
+import type { BatchOutcome, ChangedPartition, EmittedEvent, StoredPartition } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
 import { eventFilterOf, type EventFilter } from './definition.js';
@@ -15,9 +15,12 @@ import {
 } from './streams.js';
 
 // One projection at run time: it reads the log from its checkpoint, hands the events its query
-// selects to its sandbox in batches, keeps every partition's state and result, and writes
-// checkpoint, partition states, results and emitted events together in ONE store transaction,
-// so a crash resumes from the last checkpoint with nothing emitted twice and nothing lost.
+// selects to its sandbox in batches, and writes checkpoint, changed partition states, results and
+// emitted events together in ONE store transaction, so a crash resumes from the last checkpoint
+// with nothing emitted twice and nothing lost. With checkpoints, partition states live in their
+// checkpoint streams: the sandbox keeps --projection-partition-cache of them and asks for the
+// others when an event needs them, and the host holds only those not yet written. A start reads
+// the root checkpoint alone, whatever the number of partitions.
 
 export type ProjectionStatus = 'Stopped' | 'Preparing' | 'Running' | 'Stopping' | 'Faulted' | 'Completed' | 'Aborted';
 
@@ -26,6 +29,8 @@ export interface RuntimeLimits {
   executionTimeoutMs: number;
   /** Largest state + result of one partition in bytes (MaxProjectionStateSize); 0: no limit of its own. */
   maxStateBytes: number;
+  /** Partitions a sandbox keeps resident when they can be read back from their checkpoints. */
+  partitionCache: number;
 }
 
 interface PartitionValue { state: string | null; result: string | null }
@@ -89,7 +94,14 @@ export class Projection {
 
   private engine: Engine | undefined;
   private filter: EventFilter | undefined;
-  private readonly partitions = new Map<string, PartitionValue>();
+  /** The root partition ('', the state of an unpartitioned query and the shared state of a bi-state one). */
+  private root: PartitionValue | undefined;
+  /** Every partition, kept only by a run without checkpoints (nothing to read them back from). */
+  private all: Map<string, PartitionValue> | undefined;
+  /** Partitions collected since the last checkpoint began: the next checkpoint writes them. */
+  private changed = new Map<string, PartitionValue>();
+  /** Partitions of the checkpoint being written: read from here until it is. */
+  private inFlight = new Map<string, PartitionValue>();
   private loop: Promise<void> | undefined;
   /** The checkpoint being written. */
   private writing: Promise<void> | undefined;
@@ -100,7 +112,6 @@ export class Projection {
   private pendingEmits: EmittedEvent[] = [];
   /** Result changes since the last checkpoint, one per change in event order: [partition, result JSON | null]. */
   private pendingResults: [string, string | null][] = [];
-  private changedPartitions = new Set<string>();
   private newPartitions: string[] = [];
   private handledSinceCheckpoint = 0;
   /** Log bytes of records the query did not select, since the last checkpoint or handled batch. */
@@ -119,7 +130,7 @@ export class Projection {
     /** Whether a projection id belongs to a projection that still exists. */
     private readonly isLiveProjection: (id: number) => boolean,
     /** Makes the engine that runs this projection's handlers (sandboxed JS, or native). */
-    private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, [string | null, string | null]>) => Promise<Engine>,
+    private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, StoredPartition>, partitionCache: number) => Promise<Engine>,
     /** Told once when the projection faults (the manager keeps the reason across restarts). */
     private readonly onFault: (reason: string) => void = () => undefined) {}
 
@@ -144,23 +155,42 @@ export class Projection {
     return this.pendingEmits.length + this.pendingResults.length;
   }
 
+  /** Partitions held in memory: resident in the sandbox while it runs, else those a run without checkpoints kept. */
   get partitionsCached(): number {
-    return this.partitions.size;
+    if (this.engine && !this.engine.disposed) return this.engine.resident ?? 0;
+    return (this.all?.size ?? 0) + (this.root ? 1 : 0);
   }
 
   /** Raw state and result JSON of a partition ('' when none): live from the sandbox while it runs. */
   async read(partition: string): Promise<{ state: string; result: string }> {
     if (this.engine && !this.engine.disposed) {
       try {
-        const [state, result] = await this.engine.partition(partition);
-        return { state: state ?? '', result: result ?? '' };
+        const live = await this.engine.partition(partition);
+        if (live !== null) return { state: live[0] ?? '', result: live[1] ?? '' };
       } catch {
         // the sandbox went away meanwhile: answer from the last collected copy
       }
     }
-    const v = this.partitions.get(partition);
+    const v = this.valueOf(partition);
     return { state: v?.state ?? '', result: v?.result ?? '' };
   }
+
+  /** The last collected state and result of a partition: the host's copy, else its checkpoint. */
+  private valueOf(partition: string): PartitionValue | undefined {
+    if (partition === '') return this.root;
+    if (this.all) return this.all.get(partition);
+    return this.changed.get(partition) ?? this.inFlight.get(partition) ?? this.readStored(partition);
+  }
+
+  /** The sandbox's lookup: the stored states of partitions it does not hold. */
+  private readonly lookup = (partitions: string[]): Record<string, StoredPartition> => {
+    const out: Record<string, StoredPartition> = {};
+    for (const p of partitions) {
+      const v = this.valueOf(p);
+      out[p] = v ? [v.state, v.result] : null;
+    }
+    return out;
+  };
 
   /** Loads the checkpoint, prepares the sandbox and starts following the log. */
   async start(): Promise<void> {
@@ -173,16 +203,16 @@ export class Projection {
     // A run starts from its last checkpoint, or from the beginning: nothing of an aborted run survives.
     this.clear();
     try {
-      const stored = this.checkpoints ? this.loadCheckpoint() : new Map<string, PartitionValue>();
+      const root = this.checkpoints ? this.loadCheckpoint() : undefined;
       const engine = await this.createEngine(this.persisted, {
         memoryLimitMb: this.limits.memoryLimitMb,
         timeoutMs: this.persisted.config.projectionExecutionTimeout ?? this.limits.executionTimeoutMs,
-      }, Object.fromEntries([...stored].map(([p, v]) => [p, [v.state, v.result]])));
+      }, root ? { '': [root.state, root.result] } : {}, this.checkpoints ? this.limits.partitionCache : 0);
       this.engine = engine;
       this.definition = engine.definition;
       this.filter = eventFilterOf(engine.definition);
-      this.partitions.clear();
-      for (const [p, v] of stored) this.partitions.set(p, v);
+      this.root = root;
+      this.all = this.checkpoints ? undefined : new Map();
     } catch (err) {
       this.fault((err as Error).message);
       return;
@@ -206,12 +236,14 @@ export class Projection {
 
   /** Forgets in-memory progress: the next start reads from its last checkpoint, or from the beginning (of a new epoch, after a reset). */
   clear(): void {
-    this.partitions.clear();
+    this.root = undefined;
+    this.all = undefined;
+    this.changed = new Map();
+    this.inFlight = new Map();
     this.position = 0;
     this.lastCheckpointPosition = -1;
     this.pendingEmits = [];
     this.pendingResults = [];
-    this.changedPartitions.clear();
     this.newPartitions = [];
     this.handledSinceCheckpoint = 0;
     this.unhandledBytes = 0;
@@ -305,7 +337,7 @@ export class Projection {
         const started = performance.now();
         // A checkpoint will follow this batch: collect the changed partitions with it (one sandbox call, not two).
         const collectNow = this.checkpoints && this.handledSinceCheckpoint + batch.count >= this.persisted.config.checkpointHandledThreshold;
-        const processing = engine.process(batch.encoded, collectNow);
+        const processing = engine.process(batch.encoded, collectNow, this.lookup);
         // While the sandbox works on this batch, read the next one.
         if (!batch.caughtUp) {
           next = this.prepare(batch.nextPosition);
@@ -352,11 +384,16 @@ export class Projection {
   }
 
   private applyChanges(changed: readonly ChangedPartition[]): void {
-    for (const [partition, state, result] of changed) {
+    for (const [partition, state, result, , isNew] of changed) {
       this.checkStateSize(partition, state, result);
-      if (!this.partitions.has(partition) && partition !== '') this.newPartitions.push(partition);
-      this.partitions.set(partition, { state, result });
-      this.changedPartitions.add(partition);
+      const value = { state, result };
+      if (partition === '') {
+        this.root = value;
+        continue;
+      }
+      if (isNew) this.newPartitions.push(partition);
+      if (this.all) this.all.set(partition, value);
+      else this.changed.set(partition, value);
     }
   }
 
@@ -480,18 +517,18 @@ export class Projection {
     this.addEmits(writes, tagMeta);
     this.addResults(writes, tagMeta);
     for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));
-    for (const p of this.changedPartitions) {
-      if (p === '') continue;
-      const v = this.partitions.get(p);
+    for (const [p, v] of this.changed) {
       writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, partitionCheckpointData(v), true, tagMeta));
     }
-    const root = this.partitions.get('');
+    const root = this.root;
     const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
     writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
     const visibleEvents = this.pendingEmits.length + this.pendingResults.length;
     this.pendingEmits = [];
     this.pendingResults = [];
-    this.changedPartitions.clear();
+    const flight = this.changed;
+    this.inFlight = flight;
+    this.changed = new Map();
     this.newPartitions = [];
     this.handledSinceCheckpoint = 0;
     this.unhandledBytes = 0;
@@ -507,6 +544,7 @@ export class Projection {
       () => { this.lastCheckpointPosition = position; },
       (err: Error) => this.fault(`The ${this.name} projection failed: ${err.message}`),
     ).finally(() => {
+      if (this.inFlight === flight) this.inFlight = new Map();
       this.writesInProgress = 0;
       this.writeRecordsInFlight = 0;
       this.writePendingEventsBeforeCheckpoint = 0;
@@ -594,8 +632,7 @@ export class Projection {
       // With when, phase 2: one Result per partition (its result, or none when it is null), in
       // order of first appearance, root first.
       this.claim(writes, main);
-      const root = this.partitions.get('');
-      const ordered = root ? [['', root] as const, ...[...this.partitions].filter(([p]) => p !== '')] : [...this.partitions];
+      const ordered = this.orderedPartitions();
       for (const [partition, v] of ordered) {
         writes.add(main, event(EVENT.result, v.result ?? '', v.result !== null, { ...tagMeta, ...(partition ? { partition } : {}) }));
       }
@@ -603,7 +640,7 @@ export class Projection {
     this.claim(writes, main);
     writes.add(main, event(EVENT.eof, '', false, tagMeta));
     if (this.checkpoints) {
-      const root = this.partitions.get('');
+      const root = this.root;
       writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
     }
     await this.store.transact(writes.toStreamWrites());
@@ -614,6 +651,22 @@ export class Projection {
     this.release();
   }
 
+  /**
+   * Every partition with its state, root first, then in order of first appearance: the host's copy
+   * without checkpoints, else the partitions stream (and those not yet registered) with their states.
+   */
+  private orderedPartitions(): [string, PartitionValue][] {
+    const ordered: [string, PartitionValue][] = this.root ? [['', this.root]] : [];
+    if (this.all) return [...ordered, ...this.all];
+    const names = new Set<string>();
+    for (const entry of this.store.streamRecords(partitionsStream(this.name))) {
+      if (this.sameEpoch(readTag(entry.metadata))) names.add(entry.data.toString('utf8'));
+    }
+    for (const p of this.newPartitions) names.add(p);
+    for (const p of names) ordered.push([p, this.valueOf(p) ?? { state: null, result: null }]);
+    return ordered;
+  }
+
   /** Progress through the log in percent. */
   progress(): number {
     const head = this.store.headPosition;
@@ -621,31 +674,29 @@ export class Projection {
     return head === 0 ? 100 : Math.min(100, Math.round((this.position / head) * 10000) / 100);
   }
 
-  private loadCheckpoint(): Map<string, PartitionValue> {
-    const partitions = new Map<string, PartitionValue>();
+  /** Reads the last checkpoint: the position and the root partition (the other partitions are read when used). */
+  private loadCheckpoint(): PartitionValue | undefined {
     const last = this.store.readEvent(checkpointStream(this.name), -1);
-    if (last.status !== 'ok' || !last.event.event) return partitions;
+    if (last.status !== 'ok' || !last.event.event) return undefined;
     const record = last.event.event;
     const tag = readTagObject(record.metadata);
-    if (!tag || !this.sameEpoch(String(tag.$v))) return partitions;
+    if (!tag || !this.sameEpoch(String(tag.$v))) return undefined;
     this.position = Number(tag.$c) || 0;
     this.lastCheckpointPosition = this.position;
     if (tag.$cp === true && this.persisted.mode === 'OneTime') this.position = this.store.headPosition;
     const root = JSON.parse(record.data.toString('utf8')) as unknown[];
-    if (root.length > 0) {
-      const state = root[0] === null ? null : JSON.stringify(root[0]);
-      partitions.set('', { state, result: root.length > 1 ? JSON.stringify(root[1]) : state });
-    }
-    for (const entry of this.store.streamRecords(partitionsStream(this.name))) {
-      if (!this.sameEpoch(readTag(entry.metadata))) continue;
-      const p = entry.data.toString('utf8');
-      const cp = this.store.readEvent(partitionCheckpointStream(this.name, p), -1);
-      if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) continue;
-      const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
-      const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
-      partitions.set(p, { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) });
-    }
-    return partitions;
+    if (root.length === 0) return undefined;
+    const state = root[0] === null ? null : JSON.stringify(root[0]);
+    return { state, result: root.length > 1 ? JSON.stringify(root[1]) : state };
+  }
+
+  /** A partition's state and result as its last checkpoint of this epoch holds them. */
+  private readStored(partition: string): PartitionValue | undefined {
+    const cp = this.store.readEvent(partitionCheckpointStream(this.name, partition), -1);
+    if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) return undefined;
+    const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
+    const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
+    return { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) };
   }
 
   private sameEpoch(tag: string | undefined): boolean {

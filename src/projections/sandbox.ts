@@ -16,8 +16,14 @@ export interface EmittedEvent {
   metadata: Record<string, unknown>;
 }
 
-/** [partition, state JSON or null, result JSON or null, result changed] */
-export type ChangedPartition = [string, string | null, string | null, boolean];
+/** [partition, state JSON or null, result JSON or null, result changed, first stored now (a new partition)] */
+export type ChangedPartition = [string, string | null, string | null, boolean, boolean?];
+
+/** A partition's stored [state JSON, result JSON], or null when nothing is stored for it. */
+export type StoredPartition = [string | null, string | null] | null;
+
+/** Reads the stored states of partitions that are not resident in the sandbox. */
+export type PartitionLookup = (partitions: string[]) => Record<string, StoredPartition>;
 
 export interface BatchOutcome {
   emitted: EmittedEvent[];
@@ -33,6 +39,8 @@ export interface BatchOutcome {
   skipped?: string[];
   /** Results per event (§11), in event order: [partition, result JSON, or null when it became null]. */
   results?: [string, string | null][];
+  /** Partitions resident in the sandbox after the batch. */
+  resident?: number;
 }
 
 export interface SandboxLimits {
@@ -42,7 +50,7 @@ export interface SandboxLimits {
 }
 
 /** The exports of language/prelude.js the host calls. */
-const ENTRY_POINTS = ['closeDefinition', 'start', 'process', 'collect', 'partition'] as const;
+const ENTRY_POINTS = ['closeDefinition', 'start', 'process', 'supply', 'collect', 'partition'] as const;
 type EntryPoints = Record<(typeof ENTRY_POINTS)[number], ivm.Reference<(...args: unknown[]) => string>>;
 
 /**
@@ -92,6 +100,9 @@ export class DefinitionError extends Error {
 }
 
 export class Sandbox {
+  /** Partitions resident in the isolate, as its last batch or collection reported. */
+  resident = 0;
+
   private constructor(
     private readonly isolate: ivm.Isolate,
     private readonly entry: EntryPoints,
@@ -125,7 +136,7 @@ export class Sandbox {
    * Switches to the execution phase with the stored partition states ({partition: [state, result]}).
    * `plainEvents`: handlers get unfrozen event objects with only the fields they read (see event-use.ts).
    */
-  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean }, states: Record<string, [string | null, string | null]>): Promise<{ plainEvents: boolean }> {
+  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean; partitionCache: number }, states: Record<string, StoredPartition>): Promise<{ plainEvents: boolean }> {
     const text = await this.entry.start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
     return JSON.parse(text) as { plainEvents: boolean };
@@ -134,12 +145,20 @@ export class Sandbox {
   /**
    * Handles one batch (the wire format of wire.ts). A timeout or the memory limit becomes a fault at the batch's first event.
    * With `collect` false the changed partitions are left for collect() (done at checkpoints).
+   * Partitions of the batch that are not resident (with a partition cache) are read with `lookup`
+   * and handed in before the batch runs: one more call, only for batches that need it.
    */
-  async process(batch: string, collect = true): Promise<BatchOutcome> {
+  async process(batch: string, collect = true, lookup: PartitionLookup = noneStored): Promise<BatchOutcome> {
     try {
-      const text = await this.entry.process.apply(undefined, [batch, collect],
-        { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
-      return JSON.parse(text) as BatchOutcome;
+      const options = { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs } as const;
+      let text = await this.entry.process.apply(undefined, [batch, collect], options) as string;
+      if (text.startsWith('{"needs":')) {
+        const { needs } = JSON.parse(text) as { needs: string[] };
+        text = await this.entry.supply.apply(undefined, [JSON.stringify(lookup(needs))], options) as string;
+      }
+      const outcome = JSON.parse(text) as BatchOutcome;
+      if (outcome.resident !== undefined) this.resident = outcome.resident;
+      return outcome;
     } catch (err) {
       return { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: { message: describe(err), index: 0 } };
     }
@@ -149,17 +168,19 @@ export class Sandbox {
   async collect(): Promise<ChangedPartition[]> {
     try {
       const text = await this.entry.collect.apply(undefined, [], { result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
-      return JSON.parse(text) as ChangedPartition[];
+      const [changed, resident] = JSON.parse(text) as [ChangedPartition[], number];
+      this.resident = resident;
+      return changed;
     } catch (err) {
       throw new Error(describe(err));
     }
   }
 
-  /** The live state and result of one partition (JSON texts, null when none). */
-  async partition(partition: string): Promise<[string | null, string | null]> {
+  /** The live state and result of one partition (JSON texts, null when none); null when it is not resident. */
+  async partition(partition: string): Promise<StoredPartition> {
     const text = await this.entry.partition.apply(undefined, [partition],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
-    return JSON.parse(text) as [string | null, string | null];
+    return JSON.parse(text) as StoredPartition;
   }
 
   get disposed(): boolean {
@@ -169,6 +190,10 @@ export class Sandbox {
   dispose(): void {
     if (!this.isolate.isDisposed) this.isolate.dispose();
   }
+}
+
+function noneStored(partitions: string[]): Record<string, StoredPartition> {
+  return Object.fromEntries(partitions.map((p) => [p, null]));
 }
 
 function describe(err: unknown): string {

@@ -9,7 +9,9 @@
 // it (the Projection collects at its checkpoints and at the end), and whether handlers got plain
 // event objects. The final states and results are checked against what the projection answers.
 
-import type { BatchOutcome, ChangedPartition, EmittedEvent } from '../../src/projections/sandbox.js';
+import type {
+  BatchOutcome, ChangedPartition, EmittedEvent, PartitionLookup, StoredPartition,
+} from '../../src/projections/sandbox.js';
 import { DefinitionError } from '../../src/projections/sandbox.js';
 import { JsEngine, type Engine } from '../../src/projections/engine.js';
 import { Projection } from '../../src/projections/projection.js';
@@ -54,7 +56,15 @@ export interface DeleteSpec {
 
 export type InputSpec = EventSpec | DeleteSpec;
 
+/**
+ * Partitions a run keeps in its sandbox: PROJECTION_PARTITION_CACHE=1 runs every language test with
+ * each partition read back from its checkpoint whenever another was used since.
+ */
+const DEFAULT_PARTITION_CACHE = Number(process.env.PROJECTION_PARTITION_CACHE ?? 10_000);
+
 export interface RunOptions {
+  /** Partitions kept in the sandbox (--projection-partition-cache). */
+  partitionCache?: number;
   emitEnabled?: boolean;
   /** Log records per read (the engine's readBatchSize; default: the Projection's). */
   batchSize?: number;
@@ -188,13 +198,13 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
   const projection = newProjection(store, {
     ...persisted(source, mode, { emitEnabled: opts.emitEnabled ?? false, checkpointAfterMs: 0, checkpointHandledThreshold: opts.batchSize ?? 1 }),
     checkpointsEnabled: opts.checkpoints ?? true,
-  }, opts, async (p, limits, stored) => {
-    for (const [partition, [state, res]] of Object.entries(stored)) {
-      result.states[partition] = state;
-      result.results[partition] = res;
+  }, opts, async (p, limits, stored, partitionCache) => {
+    for (const [partition, value] of Object.entries(stored)) {
+      result.states[partition] = value?.[0] ?? null;
+      result.results[partition] = value?.[1] ?? null;
     }
     try {
-      engine = new RecordingEngine(await JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode }, stored), opts.batchSize);
+      engine = new RecordingEngine(await JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode, partitionCache }, stored), opts.batchSize);
       return engine;
     } catch (err) {
       startError = err;
@@ -298,10 +308,10 @@ class RecordingEngine implements Engine {
     return this.inner.encode(batch);
   }
 
-  async process(encoded: unknown): Promise<BatchOutcome> {
+  async process(encoded: unknown, _collect?: boolean, lookup?: PartitionLookup): Promise<BatchOutcome> {
     const first = this.delivered.length;
     this.delivered.push(...this.encoded.shift()!);
-    const outcome = await this.inner.process(encoded);
+    const outcome = await this.inner.process(encoded, false, lookup);
     this.batches.push({ outcome, first, changed: [], disposedAtFault: outcome.fault !== null && this.inner.disposed });
     return outcome;
   }
@@ -309,7 +319,8 @@ class RecordingEngine implements Engine {
   async collect(): Promise<ChangedPartition[]> {
     try {
       const changed = await this.inner.collect();
-      this.batches[this.batches.length - 1]?.changed.push(...changed);
+      // What the language reports of a partition; whether it was new is the host's bookkeeping.
+      this.batches[this.batches.length - 1]?.changed.push(...changed.map(([p, state, result, resultChanged]): ChangedPartition => [p, state, result, resultChanged]));
       return changed;
     } catch (err) {
       this.collectError ??= err;
@@ -317,7 +328,7 @@ class RecordingEngine implements Engine {
     }
   }
 
-  partition(partition: string): Promise<[string | null, string | null]> {
+  partition(partition: string): Promise<StoredPartition> {
     return this.inner.partition(partition);
   }
 
@@ -337,6 +348,7 @@ function newProjection(store: Store, p: PersistedProjection, opts: RunOptions,
   createEngine: ConstructorParameters<typeof Projection>[6]): Projection {
   return new Projection(p, ID, store, log, {
     memoryLimitMb: opts.memoryLimitMb ?? 32, executionTimeoutMs: opts.timeoutMs ?? 1000, maxStateBytes: 0,
+    partitionCache: opts.partitionCache ?? DEFAULT_PARTITION_CACHE,
   }, (id) => id === ID, createEngine);
 }
 
@@ -357,8 +369,8 @@ async function leaveCheckpoint(store: Store, states: Record<string, string | nul
     await store.append(SEED_STREAM, ExpectedVersion.any, [proposed({ type: 'Seed', data: { partition, state: state === null ? null : JSON.parse(state) } })]);
   }
   const end = store.headPosition;
-  const seed = newProjection(store, persisted(SEED_QUERY, 'Continuous', {}), {}, (p, limits, stored) =>
-    JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode }, stored));
+  const seed = newProjection(store, persisted(SEED_QUERY, 'Continuous', {}), {}, (p, limits, stored, partitionCache) =>
+    JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode, partitionCache }, stored));
   await seed.start();
   await until(() => seed.position >= end || seed.status === 'Faulted');
   await seed.stop(true);

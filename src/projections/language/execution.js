@@ -33,6 +33,7 @@ const fnToString = Function.prototype.toString;
  * @property {boolean} byCustomPartitions
  * @property {boolean} biState
  * @property {boolean} resultsPerEvent each event's result change is reported with its batch (§11), not only at collection
+ * @property {number} partitionCache partitions kept here at most (clean ones beyond it are evicted); 0: keep all, none is stored to reload from
  */
 
 /** @type {ExecutionConfig} */
@@ -47,6 +48,17 @@ const serialized = new Map();
 let touched = new Set();
 /** partition -> state JSON text right after its last handler (results per event). @type {Map<string, string | null>} */
 const afterHandler = new Map();
+/**
+ * Resident partitions with no stored checkpoint yet: reported as new when collected (the host
+ * registers them in the partitions stream). @type {Set<string>}
+ */
+const unstored = new Set();
+/**
+ * A batch waiting for the host to supply the stored states of partitions that are not resident
+ * (lazy partitions: only `partitionCache` of them live here; the others are in their checkpoints).
+ * @type {{ a: any[], pre: Precomputed, collect: boolean } | null}
+ */
+let waiting = null;
 /** The partition the last handled event changed. @type {string} */
 let handledPartition = '';
 /** Every event of a batch is decoded into this one record. */
@@ -69,6 +81,7 @@ let lastPartition;
  */
 function stateOf(partition, env) {
   let state = states.get(partition);
+  if (!states.has(partition) && partition !== '') unstored.add(partition); // never stored (a lazy one was supplied before use)
   // A partition whose state became null keeps receiving null until another partition was processed.
   if (isEmptyState(state) && !(state === null && partition === lastPartition)) {
     state = initState();
@@ -118,10 +131,70 @@ function partitionOf(e) {
 }
 
 /**
+ * The partitions of a batch, found before any handler runs so that the stored states of those not
+ * resident can be asked for once: the partition function runs once per event, here.
+ * @typedef {object} Precomputed
+ * @property {(string | null)[]} parts each event's partition (null: not handled)
+ * @property {(Record<string, unknown> | null)[]} envelopes the event object the partition function saw, where the partition is ''
+ * @property {{ index: number, message: string } | null} fault the partition function threw at this event
+ */
+
+/**
+ * @param {any[]} a the parsed batch
+ * @returns {Precomputed}
+ */
+function precompute(a) {
+  const end = a.length - 1;
+  const strings = a[end];
+  /** @type {Precomputed} */
+  const pre = { parts: [], envelopes: [], fault: null };
+  const noHandlers = config.handlerOrder.length === 0;
+  for (let i = 0, n = 0; i < end; n++) {
+    i = decodeEvent(a, i, strings, ev);
+    let part = null;
+    partitionEnvelope = null;
+    if (ev.deletedPartition !== null) part = handlers.$deleted ? ev.deletedPartition : null;
+    else if (handlerFor(ev.eventType) || noHandlers) {
+      batch.current = ev;
+      try {
+        part = partitionOf(ev);
+      } catch (thrown) {
+        const err = /** @type {any} */ (thrown);
+        pre.fault = { message: err && err.message !== undefined ? String(err.message) : String(err), index: n };
+        break;
+      }
+    }
+    pre.parts.push(part);
+    pre.envelopes.push(part === '' ? partitionEnvelope : null);
+  }
+  partitionEnvelope = null;
+  return pre;
+}
+
+/**
+ * The partitions of a batch that are neither resident nor known to have no stored state.
+ * @param {Precomputed} pre
+ * @returns {string[]}
+ */
+function missing(pre) {
+  /** @type {string[]} */
+  const needs = [];
+  const seen = new Set();
+  for (const p of pre.parts) {
+    if (p === null || p === '' || states.has(p) || seen.has(p)) continue;
+    seen.add(p);
+    needs.push(p);
+  }
+  return needs;
+}
+
+/**
  * @param {WireEvent} e
+ * @param {string | null | undefined} known the partition found beforehand (precompute), or undefined to find it now
+ * @param {Record<string, unknown> | null} envelope with `known` '': the event object the partition function saw
  * @returns {boolean} whether a handler (or the no-handler rule) handled it
  */
-function handleOne(e) {
+function handleOne(e, known, envelope) {
   batch.current = e;
   if (e.deletedPartition !== null) {
     if (!handlers.$deleted) return false;
@@ -135,12 +208,14 @@ function handleOne(e) {
   const handler = handlerFor(e.eventType);
   const noHandlers = config.handlerOrder.length === 0;
   if (!handler && !noHandlers) return false;
-  const partition = partitionOf(e);
+  if (known !== undefined) partitionEnvelope = envelope;
+  const partition = known !== undefined ? known : partitionOf(e);
   if (partition === null) return false;
   const env = partition === '' && partitionEnvelope !== null ? partitionEnvelope : eventObject(e, partition);
   partitionEnvelope = null;
   handledPartition = partition;
   if (noHandlers) {
+    if (!states.has(partition) && partition !== '') unstored.add(partition);
     states.set(partition, env.bodyRaw); // the raw text, kept as it was written
     touched.add(partition);
     return true;
@@ -207,16 +282,50 @@ export function startExecution(configJson, statesJson) {
   config.biState = definition.biState;
   batch.emitEnabled = config.emitEnabled;
   const stored = JSON.parse(statesJson);
-  for (const p of Object.keys(stored)) {
-    const [state, result] = stored[p];
-    states.set(p, state === null ? null : JSON.parse(state));
-    serialized.set(p, state);
-    if (result !== null) results.set(p, result);
-  }
+  supplyStates(stored);
   const use = config.eventUse;
   const plainEvents = !use.escapes && handlersAreKnown(use);
   chooseEventObjects(plainEvents, use.reads);
   return JSON_stringify({ plainEvents });
+}
+
+/**
+ * Makes partitions resident with their stored [state JSON, result JSON] (null: nothing stored).
+ * @param {Record<string, [string | null, string | null] | null>} stored
+ */
+function supplyStates(stored) {
+  for (const p of Object_keys(stored)) {
+    const value = stored[p];
+    if (value === null) {
+      states.set(p, undefined); // resident, with nothing stored: its first event initialises it
+      unstored.add(p);
+      continue;
+    }
+    const [state, result] = value;
+    states.set(p, state === null ? null : JSON_parse(state));
+    serialized.set(p, state);
+    if (result !== null) results.set(p, result);
+  }
+}
+
+/**
+ * With a partition cache: forgets the oldest resident partitions beyond it that have nothing to
+ * collect (their state is in their checkpoint, or with the host until that is written). The
+ * shared state and the partition of the last event stay.
+ */
+function evict() {
+  let excess = states.size - config.partitionCache;
+  if (config.partitionCache <= 0 || excess <= 0) return;
+  for (const p of states.keys()) {
+    if (excess <= 0) break;
+    if (p === '' || p === lastPartition || touched.has(p)) continue;
+    states.delete(p);
+    serialized.delete(p);
+    results.delete(p);
+    afterHandler.delete(p);
+    unstored.delete(p);
+    excess--;
+  }
 }
 
 /**
@@ -249,16 +358,17 @@ function collectChanges() {
       : s === null || s === undefined ? null : typeof s === 'string' ? s : stateJson(s, 0);
     if (text === serialized.get(p)) continue;
     serialized.set(p, text);
+    const isNew = unstored.delete(p);
     if (config.resultsPerEvent) {
       // Reported event by event already (noteResult): the collection carries the latest.
-      changed.push([p, text, results.has(p) ? /** @type {string} */ (results.get(p)) : null, false]);
+      changed.push([p, text, results.has(p) ? /** @type {string} */ (results.get(p)) : null, false, isNew]);
       continue;
     }
     // Computed from a copy of the state: collecting never changes what the next event sees.
     const result = definition.producesResults ? resultOfText(p, text) : text;
     const previous = results.has(p) ? results.get(p) : null;
     if (result !== null) results.set(p, result); else results.delete(p);
-    changed.push([p, text, result, result !== previous]);
+    changed.push([p, text, result, result !== previous, isNew]);
   }
   touched = new Set();
   return changed;
@@ -299,26 +409,63 @@ function noteResult(partition, out) {
 /**
  * One batch: events in, one result out. Stops at the first failing event. With collect set,
  * the changed partitions are serialised now; otherwise they wait for collectJson (checkpoints).
+ * With a partition cache, a batch whose partitions are not all resident answers `{"needs": [...]}`
+ * instead, and goes on once the host supplied their stored states (supplyJson).
  * @param {string} batchJson
  * @param {boolean} collect
- * @returns {string} the BatchOutcome as JSON
+ * @returns {string} the BatchOutcome (or the partitions needed) as JSON
  */
 export function processBatch(batchJson, collect) {
   const a = JSON_parse(batchJson);
+  // What the partition function logs or emits (precompute) belongs to the batch too.
+  logs.length = 0;
+  batch.emitted = [];
+  if (config.partitionCache <= 0 || !(config.byStream || config.byCustomPartitions || handlers.$deleted)) return runBatch(a, null, collect);
+  const pre = precompute(a);
+  const needs = missing(pre);
+  if (needs.length === 0) return runBatch(a, pre, collect);
+  waiting = { a, pre, collect };
+  return JSON_stringify({ needs });
+}
+
+/**
+ * The stored states of the partitions the waiting batch needs; runs it.
+ * @param {string} statesJson `{ partition: [state JSON | null, result JSON | null] | null }`
+ * @returns {string} the BatchOutcome as JSON
+ */
+export function supplyJson(statesJson) {
+  if (waiting === null) fail('No batch is waiting for partition states');
+  const { a, pre, collect } = /** @type {NonNullable<typeof waiting>} */ (waiting);
+  waiting = null;
+  supplyStates(JSON_parse(statesJson));
+  return runBatch(a, pre, collect);
+}
+
+/**
+ * @param {any[]} a the parsed batch
+ * @param {Precomputed | null} pre its partitions, found beforehand
+ * @param {boolean} collect
+ * @returns {string}
+ */
+function runBatch(a, pre, collect) {
   const end = a.length - 1;
   const strings = a[end];
   /** @type {BatchOutcome} */
   const out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null, results: [] };
   const resultsOut = /** @type {[string, string | null][]} */ (out.results);
-  logs.length = 0;
-  const emitted = out.emitted;
-  batch.emitted = emitted;
+  const emitted = batch.emitted;
+  out.emitted = emitted;
+  const stopAt = pre !== null && pre.fault !== null ? pre.fault.index : -1;
   for (let i = 0, n = 0; i < end; n++) {
+    if (n === stopAt) {
+      out.fault = /** @type {NonNullable<Precomputed['fault']>} */ (/** @type {Precomputed} */ (pre).fault);
+      break;
+    }
     const emittedBefore = emitted.length;
     const resultsBefore = resultsOut.length;
     try {
       i = decodeEvent(a, i, strings, ev);
-      if (handleOne(ev)) {
+      if (handleOne(ev, pre === null ? undefined : pre.parts[n], pre === null ? null : pre.envelopes[n])) {
         out.handled++;
         if (config.resultsPerEvent) noteResult(handledPartition, resultsOut);
       }
@@ -341,12 +488,19 @@ export function processBatch(batchJson, collect) {
   }
   out.logs = logs.slice();
   out.touched = touched.size;
+  evict();
+  out.resident = states.size;
   return JSON_stringify(out);
 }
 
-/** @returns {string} the partitions changed since the last collection (ChangedPartition[]) as JSON */
+/**
+ * The partitions changed since the last collection; those collected may leave the cache now.
+ * @returns {string} `[ChangedPartition[], resident partitions]` as JSON
+ */
 export function collectJson() {
-  return JSON_stringify(collectChanges());
+  const changed = collectChanges();
+  evict();
+  return JSON_stringify([changed, states.size]);
 }
 
 /**
@@ -355,6 +509,7 @@ export function collectJson() {
  * @returns {string}
  */
 export function partitionJson(p) {
+  if (config.partitionCache > 0 && p !== '' && !states.has(p)) return 'null'; // not resident: the host reads its checkpoint
   if (config.resultsPerEvent && afterHandler.has(p)) {
     // The state as serialised after the handler (before the transforms ran on it), and its result.
     return JSON.stringify([afterHandler.get(p), results.has(p) ? results.get(p) : null]);

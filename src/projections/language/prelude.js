@@ -4,10 +4,10 @@
 // query's source: it locks the global scope down and gives the query the definition functions
 // and log/console. Its exports are the entry points only the host can call (the query is a
 // script, and a script cannot import): closeDefinition once the source ran, then start, then
-// process (and collect, partition) per batch. Only JSON texts cross, once per call.
+// process (and supply, collect, partition) per batch. Only JSON texts cross, once per call.
 
 import { closeDefinitionPhase, openDefinitionPhase } from './definition-phase.js';
-import { collectJson, partitionJson, processBatch, startExecution } from './execution.js';
+import { collectJson, partitionJson, processBatch, startExecution, supplyJson } from './execution.js';
 import { copyTo, emit, linkStreamTo, linkTo, log } from './output.js';
 
 const global = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (globalThis));
@@ -45,4 +45,4 @@ export function start(configJson, statesJson) {
   return answer;
 }
 
-export { processBatch as process, collectJson as collect, partitionJson as partition };
+export { processBatch as process, supplyJson as supply, collectJson as collect, partitionJson as partition };
