@@ -54,7 +54,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
   const store = await Store.open({
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
-    maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize,
+    maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
+    sharedReadBytes: config.sharedReadCacheSize,
   });
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {

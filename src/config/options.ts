@@ -39,8 +39,16 @@ export const OPTIONS = {
     help: 'Size in bytes of a chunk: the range of log positions the scavenger weighs and rewrites as a unit.',
   },
   logCacheSize: {
-    kind: 'size', group: 'Database', default: 256 * 1024 * 1024, min: 0, max: 2 ** 40,
+    kind: 'size', group: 'Database', default: 64 * 1024 * 1024, min: 0, max: 2 ** 40,
     help: 'Bytes of the most recent log records kept in memory, so that reads of recent data (projections, feeds) skip RocksDB (0: none).',
+  },
+  dbCacheSize: {
+    kind: 'size', group: 'Database', default: 64 * 1024 * 1024, min: 1024 * 1024, max: 2 ** 32 - 1,
+    help: 'Bytes of RocksDB\'s block cache: recently read blocks of the log, the stream index and stream information.',
+  },
+  sharedReadCacheSize: {
+    kind: 'size', group: 'Database', default: 32 * 1024 * 1024, min: 0, max: 2 ** 40,
+    help: 'Bytes of decoded log records shared by the projections reading the log, so that projections near each other read and decode it once (0: each reads on its own).',
   },
   httpIp: {
     kind: 'string', group: 'Interface', default: '127.0.0.1',

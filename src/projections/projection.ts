@@ -59,6 +59,8 @@ const OWNED_STREAMS_CACHE = 10_000;
  * commit after a quiet period is read at once.
  */
 const LIVE_READ_INTERVAL_MS = 10;
+/** A projection waits this long at most for slower ones in the convoy (see joinConvoy); then it reads on its own. */
+const CONVOY_WAIT_MS = 30_000;
 /**
  * Emitted events (to all streams together) that make a checkpoint due whatever the settings say:
  * each is a record of the checkpoint's one atomic write, and 1,000 of them held the event loop
@@ -253,6 +255,7 @@ export class Projection {
   }
 
   private release(): void {
+    this.store.blocks.leave(this);
     this.engine?.dispose();
     this.engine = undefined;
   }
@@ -276,7 +279,7 @@ export class Projection {
   /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
   private prepare(position: number): PreparedBatch {
     const size = this.engine?.readBatchSize ?? READ_BATCH;
-    const page = this.store.readAllForward(position, size);
+    const page = this.store.readAllForward(position, size, this);
     const { maxSelected, maxUnhandledBytes } = this.batchLimits();
     const selected: Selected[] = [];
     const positions: number[] = [];
@@ -326,8 +329,9 @@ export class Projection {
   private async run(): Promise<void> {
     const engine = this.engine!;
     const endAtStart = this.store.headPosition;
-    let next: PreparedBatch | undefined = this.prepare(this.position);
+    let next: PreparedBatch | undefined;
     while (!this.stopRequested) {
+      if (!next) await this.joinConvoy(this.position);
       const batch: PreparedBatch = next ?? this.prepare(this.position);
       next = undefined;
       this.readsInProgress = 0;
@@ -339,7 +343,7 @@ export class Projection {
         const collectNow = this.checkpoints && this.handledSinceCheckpoint + batch.count >= this.persisted.config.checkpointHandledThreshold;
         const processing = engine.process(batch.encoded, collectNow, this.lookup);
         // While the sandbox works on this batch, read the next one.
-        if (!batch.caughtUp) {
+        if (!batch.caughtUp && !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition)) {
           next = this.prepare(batch.nextPosition);
           this.readsInProgress = 1;
           this.bufferedEvents += next.count;
@@ -369,6 +373,7 @@ export class Projection {
       }
       if (this.checkpointDue(batch.caughtUp)) await this.startCheckpoint();
       if (batch.caughtUp) {
+        this.store.blocks.leave(this);
         await this.waitForCommit();
         await this.paceLiveReads();
       } else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
@@ -450,6 +455,17 @@ export class Projection {
     const timeout = this.pendingEmits.length > 0 ? Math.max(1, dueIn)
       : this.touchedSinceCheckpoint ? IDLE_CHECKPOINT_MS : 60_000;
     await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
+  }
+
+  /**
+   * Catching up in the convoy of projections that share the log's decoded blocks (shared-blocks.ts):
+   * waits while slower ones have still to read the blocks that reading here would push out.
+   */
+  private async joinConvoy(position: number): Promise<void> {
+    const until = performance.now() + CONVOY_WAIT_MS;
+    while (!this.stopRequested && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition)) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
   }
 
   private async paceLiveReads(): Promise<void> {

@@ -1,4 +1,5 @@
 import { Rocks } from './rocks.js';
+import { SharedBlocks } from './shared-blocks.js';
 import {
   chunkKey, chunkTimesKey, hintKey, indexKey, logKey, metaKey, positionOfLogKey, readU64, SPACE, spaceEnd, u64Value,
 } from './keys.js';
@@ -28,7 +29,10 @@ export type { StreamInfo } from './stream-state.js';
 export * from './metadata.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 
-export const DEFAULT_LOG_CACHE_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
+/** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */
+export const DEFAULT_DB_CACHE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_SHARED_READ_BYTES = 32 * 1024 * 1024;
 
 export interface StoreOptions {
   dir: string;
@@ -40,6 +44,10 @@ export interface StoreOptions {
   maxEventBytes?: number;
   /** Stream informations kept in memory (the rest are read from RocksDB when needed). */
   streamInfoCacheSize?: number;
+  /** Bytes of RocksDB's block cache. */
+  dbCacheBytes?: number;
+  /** Bytes of decoded log blocks shared by the projections reading the log (0: none). */
+  sharedReadBytes?: number;
 }
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -56,22 +64,25 @@ export class Store {
   private readonly writer: Writer;
 
   private readonly tail: LogTailCache;
+  /** Decoded blocks of the log shared by the projections reading it (shared-blocks.ts). */
+  readonly blocks: SharedBlocks;
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number, readonly hintsFrom: number) {
+    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
-    this.reader = new Reader(rocks, streams, checkpoint, tail);
+    this.blocks = new SharedBlocks(rocks, sharedReadBytes);
+    this.reader = new Reader(rocks, streams, checkpoint, tail, this.blocks);
     this.writer = new Writer({
-      rocks, tail, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
+      rocks, tail, blocks: this.blocks, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
       metadataOf: (id) => this.reader.metadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
   }
 
   static async open(options: StoreOptions): Promise<Store> {
-    const rocks = await Rocks.open(options.dir, options.inMemory);
+    const rocks = await Rocks.open(options.dir, options.inMemory, { cacheSize: options.dbCacheBytes ?? DEFAULT_DB_CACHE_BYTES });
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = new StreamInfos(rocks, options.streamInfoCacheSize);
     // Scavenge hints (keys.ts) exist from this position on: a database written before they did
@@ -82,7 +93,7 @@ export class Store {
       rocks.writeDurable([[HINTS_FROM_KEY, hints]]);
     }
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
-      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0));
+      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES);
     store.warmTail(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES);
     return store;
   }
@@ -193,8 +204,9 @@ export class Store {
     return this.reader.readEvent(streamId, eventNumber, resolveLinks);
   }
 
-  readAllForward(position: number, count: number) {
-    return this.reader.readAllForward(position, count);
+  /** `sharedBy`: a reader of much of the log in order (a projection), served from the blocks all such readers share. */
+  readAllForward(position: number, count: number, sharedBy?: object) {
+    return this.reader.readAllForward(position, count, sharedBy);
   }
 
   readAllBackward(position: number, count: number) {

@@ -1,5 +1,6 @@
 import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
+import type { SharedBlocks } from './shared-blocks.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
 import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
@@ -56,7 +57,9 @@ export class Reader {
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
-    private readonly checkpoint: WriterCheckpoint, private readonly tail: LogTailCache) {}
+    private readonly checkpoint: WriterCheckpoint, private readonly tail: LogTailCache,
+    /** Decoded blocks of the log shared by the readers that read it in order (projections). */
+    private readonly blocks?: SharedBlocks) {}
 
   streamInfo(streamId: string): StreamInfo | undefined {
     return this.streams.get(streamId);
@@ -139,7 +142,21 @@ export class Reader {
   }
 
   /** Records at or after `position`, in log order. */
-  readAllForward(position: number, count: number): AllPage {
+  /**
+   * Records from `position` on. `sharedBy`: a reader of much of the log in order (a projection):
+   * completed blocks of the log come from the blocks shared by every such reader.
+   */
+  readAllForward(position: number, count: number, sharedBy?: object): AllPage {
+    if (sharedBy && this.blocks) {
+      const records = this.blocks.read(position, count, this.checkpoint.nextPosition, sharedBy);
+      if (records.length > 0) {
+        const last = records[records.length - 1];
+        if (records.length === count) return { records, nextPosition: last.position + last.size, isEnd: false };
+        const rest = this.readAllForward(last.position + last.size, count - records.length);
+        for (const r of rest.records) records.push(r);
+        return { records, nextPosition: rest.nextPosition, isEnd: rest.isEnd };
+      }
+    }
     let records: EventRecord[];
     const cached = this.tail.forward(position, count);
     if (cached) {

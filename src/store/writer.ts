@@ -72,6 +72,8 @@ export interface WriterDeps {
   rocks: Rocks;
   /** The in-memory tail of the log, extended with every durable commit. */
   tail: LogTailCache;
+  /** Decoded blocks of the log shared by projections: a removal drops those it removed from. */
+  blocks: { forgetThrough(position: number): void };
   streams: StreamInfos;
   checkpoint: WriterCheckpoint;
   chunkSize: number;
@@ -454,7 +456,10 @@ export class Writer {
       return;
     }
     Object.assign(this.deps.checkpoint, next);
-    if (highest >= 0) this.deps.tail.forgetThrough(highest);
+    if (highest >= 0) {
+      this.deps.tail.forgetThrough(highest);
+      this.deps.blocks.forgetThrough(highest);
+    }
     this.stats.flushed(1, 0, this.queue.length);
     op.resolve();
     this.afterFlush();
