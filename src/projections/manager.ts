@@ -51,6 +51,10 @@ export class ProjectionManager {
       await this.store.append(REGISTRY_STREAM, ExpectedVersion.noStream, [textEvent(EVENT.initialized, '')]);
     }
     const registered = this.registered();
+    // Each sandbox is made concurrently: one after another, each start waited while the projections
+    // already running caught up on the same event loop (measured: 20 projections Running 6.7 s
+    // after the start of a node with a million events; together, most of that goes).
+    const starting: Promise<void>[] = [];
     for (const [name, id] of registered) {
       const found = this.store.readEvent(projectionStream(name), -1);
       if (found.status !== 'ok' || !found.event.event) continue;
@@ -58,8 +62,9 @@ export class ProjectionManager {
       const projection = this.projection(persisted, id);
       this.projections.set(name, projection);
       if (persisted.faultedReason !== undefined) projection.restoreFault(persisted.faultedReason);
-      else if (persisted.enabled && this.mayRun(persisted)) await projection.start();
+      else if (persisted.enabled && this.mayRun(persisted)) starting.push(projection.start());
     }
+    await Promise.all(starting);
     for (const spec of SYSTEM_PROJECTIONS) {
       if (registered.has(spec.name)) continue;
       await this.createPersisted({

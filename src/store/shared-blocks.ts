@@ -28,6 +28,8 @@ import { logKey, positionOfLogKey } from './keys.js';
 export const BLOCK_BYTES = 512 * 1024;
 /** Bytes counted per record beyond its encoded size: its position and offset in the block. */
 const RECORD_OVERHEAD = 12;
+/** A reader this close to the end of the log is live, not catching up, and waits for nobody. */
+const LIVE_BYTES = 16 * BLOCK_BYTES;
 /** A reader that has not read for this long (stopped, stuck) no longer keeps blocks for itself. */
 const INACTIVE_MS = 5000;
 /** Bytes counted per block whatever it holds (an empty block, where the log jumped a chunk boundary, costs its entry). */
@@ -90,15 +92,25 @@ export class SharedBlocks {
     this.readers.set(reader, { position, at: now });
     if (this.capacityBytes <= 0) return false;
     // A read of a page (a few thousand records) reaches into the next block at most.
+    // Near the head a reader follows the live log: it never waits for one catching up behind it.
+    if (head - position < LIVE_BYTES) return false;
     const current = Math.floor(Math.max(0, position) / BLOCK_BYTES);
     let b = current;
     if (this.blocks.has(b)) b++;
     if (this.blocks.has(b) || (b + 1) * BLOCK_BYTES > head || this.bytes + BLOCK_BYTES <= this.capacityBytes) return false;
-    if (this.victim(b)?.distance === Infinity) return false; // a block every reader has passed can go
+    // (Called every millisecond by each waiting reader: no more than a pass over readers and blocks.)
+    let behind = false;
+    let lowestReader = Infinity;
     for (const [other, { position: at, at: when }] of this.readers) {
-      if (other !== reader && at < current * BLOCK_BYTES && now - when < INACTIVE_MS) return true;
+      if (now - when >= INACTIVE_MS) continue;
+      if (other !== reader && at < current * BLOCK_BYTES) behind = true;
+      if (at < lowestReader) lowestReader = at;
     }
-    return false;
+    if (!behind) return false;
+    let lowestBlock = Infinity;
+    for (const cached of this.blocks.keys()) if (cached < lowestBlock) lowestBlock = cached;
+    // A block every reader has passed can go instead.
+    return (lowestBlock + 1) * BLOCK_BYTES > lowestReader;
   }
 
   /** The reader no longer reads in order (stopped, or reading the live end of the log). */

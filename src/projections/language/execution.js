@@ -411,12 +411,12 @@ function noteResult(partition, out) {
  * the changed partitions are serialised now; otherwise they wait for collectJson (checkpoints).
  * With a partition cache, a batch whose partitions are not all resident answers `{"needs": [...]}`
  * instead, and goes on once the host supplied their stored states (supplyJson).
- * @param {string} batchJson
+ * @param {[string]} batchJson the batch's JSON text, in an array (see Sandbox.process)
  * @param {boolean} collect
  * @returns {string} the BatchOutcome (or the partitions needed) as JSON
  */
 export function processBatch(batchJson, collect) {
-  const a = JSON_parse(batchJson);
+  const a = JSON_parse(batchJson[0]);
   // What the partition function logs or emits (precompute) belongs to the batch too.
   logs.length = 0;
   batch.emitted = [];
@@ -430,14 +430,14 @@ export function processBatch(batchJson, collect) {
 
 /**
  * The stored states of the partitions the waiting batch needs; runs it.
- * @param {string} statesJson `{ partition: [state JSON | null, result JSON | null] | null }`
+ * @param {[string]} statesJson `{ partition: [state JSON | null, result JSON | null] | null }`, in an array
  * @returns {string} the BatchOutcome as JSON
  */
 export function supplyJson(statesJson) {
   if (waiting === null) fail('No batch is waiting for partition states');
   const { a, pre, collect } = /** @type {NonNullable<typeof waiting>} */ (waiting);
   waiting = null;
-  supplyStates(JSON_parse(statesJson));
+  supplyStates(JSON_parse(statesJson[0]));
   return runBatch(a, pre, collect);
 }
 
