@@ -64,6 +64,47 @@ describe('shared log blocks', () => {
     expect(store.blocks.counters.hits).toBeGreaterThan(2000);
   });
 
+  it('a reader of $all leaves system streams out undecoded, telling their bytes, and ends where a plain read ends', async () => {
+    const store = await openStore(64 * 1024 * 1024);
+    for (let i = 0; i < 6000; i += 100) {
+      const stream = ['user-1', '$system-1', '$$user-1', '$$$system-meta', '$'][(i / 100) % 5];
+      const events = Array.from({ length: 100 }, (_, j) => event(i + j));
+      await store.append(stream, ExpectedVersion.any, stream.startsWith('$$') ? [events[0]] : events);
+    }
+    const reader = {};
+    let position = 0;
+    for (;;) {
+      const plain = store.readAllForward(position, 250);
+      const shared = store.readAllForward(position, 250, reader, true);
+      // In the blocks the log has passed (the last one is still being written, and read plainly),
+      // the records of system streams are left out; the metastreams of user streams stay.
+      const complete = Math.floor(store.headPosition / BLOCK_BYTES) * BLOCK_BYTES;
+      const kept = plain.records.filter((r) => r.position >= complete
+        || !r.streamId.startsWith('$') || (r.streamId.startsWith('$$') && !r.streamId.startsWith('$$$')));
+      expect(view(shared.records)).toEqual(view(kept));
+      expect(shared.nextPosition).toBe(plain.nextPosition);
+      // Every byte covered is a record kept or a gap: the gaps are the skipped records' bytes, each where it was.
+      const gaps = shared.gaps ?? [];
+      if (position >= complete) expect(shared.gaps).toBeUndefined(); // a plain read from the block being written
+      else expect(gaps.length).toBe(shared.records.length + 1);
+      if (!shared.gaps) {
+        if (plain.isEnd) break;
+        position = plain.nextPosition;
+        continue;
+      }
+      let at = position;
+      for (let i = 0; i < shared.records.length; i++) {
+        const skipped = plain.records.filter((r) => r.position >= at && r.position < shared.records[i].position);
+        expect(gaps[i]).toBe(skipped.reduce((n, r) => n + r.size, 0));
+        at = shared.records[i].position + shared.records[i].size;
+      }
+      expect(gaps[shared.records.length]).toBe(plain.records.filter((r) => r.position >= at).reduce((n, r) => n + r.size, 0));
+      if (plain.isEnd) break;
+      position = plain.nextPosition;
+    }
+    expect(store.headPosition).toBeGreaterThan(4 * BLOCK_BYTES);
+  });
+
   it('records a scavenge removed are not served from a block read before', async () => {
     const store = await openStore(64 * 1024 * 1024);
     await fill(store, 2000);

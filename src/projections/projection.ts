@@ -70,9 +70,11 @@ const MAX_EMITS_PER_CHECKPOINT = 250;
 /**
  * Each changed partition is a stream write at the next checkpoint (two for a new one): a catch-up
  * over many partitions checkpoints as this many pile up, rather than once with all of them (10,000
- * partitions made one ~30,000-record write that held the event loop for ~1 s).
+ * partitions made one ~30,000-record write that held the event loop for ~1 s). At 500, a query
+ * over 1,000 keys checkpointed every read batch, twice as often as checkpointHandledThreshold
+ * asks, and wrote half of the scale scenario's log; 2,000 partitions are a write of ~20 ms.
  */
-const MAX_PARTITIONS_PER_CHECKPOINT = 500;
+const MAX_PARTITIONS_PER_CHECKPOINT = 2000;
 
 export class Projection {
   status: ProjectionStatus = 'Stopped';
@@ -279,15 +281,19 @@ export class Projection {
   /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
   private prepare(position: number): PreparedBatch {
     const size = this.engine?.readBatchSize ?? READ_BATCH;
-    const page = this.store.readAllForward(position, size, this);
+    // A query over $all never reads system streams: the shared blocks leave them out undecoded.
+    const skipSystem = !this.engine?.select && this.definition!.allStreams;
+    const page = this.store.readAllForward(position, size, this, skipSystem);
     const { maxSelected, maxUnhandledBytes } = this.batchLimits();
     const selected: Selected[] = [];
     const positions: number[] = [];
+    const gaps = page.gaps;
     let unhandledBytes = 0;
     let nextPosition = page.nextPosition;
     let cut = false;
     for (let i = 0; i < page.records.length; i++) {
       const record = page.records[i];
+      if (gaps) unhandledBytes += gaps[i];
       const s = this.select(record);
       if (s !== undefined) {
         selected.push(s);
@@ -300,10 +306,9 @@ export class Projection {
         break;
       }
     }
+    if (gaps && !cut) unhandledBytes += gaps[page.records.length];
     const encoded = selected.length > 0 ? this.engine!.encode(selected) : undefined;
-    return {
-      encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.records.length < size, unhandledBytes,
-    };
+    return { encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.isEnd, unhandledBytes };
   }
 
   /**

@@ -204,9 +204,12 @@ export class Store {
     return this.reader.readEvent(streamId, eventNumber, resolveLinks);
   }
 
-  /** `sharedBy`: a reader of much of the log in order (a projection), served from the blocks all such readers share. */
-  readAllForward(position: number, count: number, sharedBy?: object) {
-    return this.reader.readAllForward(position, count, sharedBy);
+  /**
+   * `sharedBy`: a reader of much of the log in order (a projection), served from the blocks all
+   * such readers share; `skipSystem`: it leaves system streams out (see Reader.readAllForward).
+   */
+  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false) {
+    return this.reader.readAllForward(position, count, sharedBy, skipSystem);
   }
 
   readAllBackward(position: number, count: number) {

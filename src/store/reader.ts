@@ -34,6 +34,8 @@ export type SingleEvent =
 
 export interface AllPage {
   records: EventRecord[];
+  /** Log bytes of the records left out before each record, and after the last (a shared read skipping system streams). */
+  gaps?: number[];
   /** Forward: where the next forward page starts. Backward: the position the next older page ends before. */
   nextPosition: number;
   isEnd: boolean;
@@ -144,17 +146,22 @@ export class Reader {
   /** Records at or after `position`, in log order. */
   /**
    * Records from `position` on. `sharedBy`: a reader of much of the log in order (a projection):
-   * completed blocks of the log come from the blocks shared by every such reader.
+   * completed blocks of the log come from the blocks shared by every such reader. `skipSystem`
+   * (with `sharedBy`): records of system streams there are left out undecoded, their bytes told
+   * in `gaps`, and `count` counts them too.
    */
-  readAllForward(position: number, count: number, sharedBy?: object): AllPage {
+  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false): AllPage {
     if (sharedBy && this.blocks) {
-      const records = this.blocks.read(position, count, this.checkpoint.nextPosition, sharedBy);
-      if (records.length > 0) {
-        const last = records[records.length - 1];
-        if (records.length === count) return { records, nextPosition: last.position + last.size, isEnd: false };
-        const rest = this.readAllForward(last.position + last.size, count - records.length);
-        for (const r of rest.records) records.push(r);
-        return { records, nextPosition: rest.nextPosition, isEnd: rest.isEnd };
+      const shared = this.blocks.read(position, count, this.checkpoint.nextPosition, sharedBy, skipSystem);
+      if (shared.scanned > 0) {
+        const { records, gaps } = shared;
+        if (shared.scanned === count) return { records, nextPosition: shared.nextPosition, isEnd: false, gaps };
+        const rest = this.readAllForward(shared.nextPosition, count - shared.scanned);
+        for (const r of rest.records) {
+          records.push(r);
+          gaps?.push(0); // the gap before the first of them is the shared read's last
+        }
+        return { records, nextPosition: rest.nextPosition, isEnd: rest.isEnd, gaps };
       }
     }
     let records: EventRecord[];

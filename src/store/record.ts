@@ -148,6 +148,18 @@ export function streamPlaceOf(buf: Buffer, start: number): { streamId: string; e
   return { streamId: internUtf8(buf, streamStart, streamStart + buf.readUInt16BE(start + 34)), eventNumber: buf.readDoubleBE(start + 2) };
 }
 
+/**
+ * Whether the record at `start` of `buf` is in a stream a `fromAll` source skips: a system stream
+ * (`$...`), but not the metastream of a user stream (`$$name`). Read from the bytes, undecoded.
+ */
+export function inSystemStream(buf: Buffer, start: number): boolean {
+  const length = buf.readUInt16BE(start + 34);
+  const s = start + HEADER;
+  if (length === 0 || buf[s] !== DOLLAR) return false;
+  return length < 2 || buf[s + 1] !== DOLLAR || (length > 2 && buf[s + 2] === DOLLAR);
+}
+const DOLLAR = 0x24;
+
 // Stream names and event types repeat across records: decoding returns the same string for the
 // same bytes from a small direct-mapped table instead of making a new one each time (fewer
 // allocations when a reader decodes a million records).

@@ -1,5 +1,5 @@
 import type { Rocks } from './rocks.js';
-import { decodeRecord, type EventRecord } from './record.js';
+import { decodeRecord, inSystemStream, type EventRecord } from './record.js';
 import { logKey, positionOfLogKey } from './keys.js';
 
 // The log read once for many readers. Projections catching up read the same records: twenty of
@@ -40,8 +40,23 @@ interface Block {
   positions: Float64Array;
   /** Offset of each record in `data`, and the end. */
   offsets: Uint32Array;
+  /** 1 where the record is in a stream a `fromAll` source skips (inSystemStream). */
+  system: Uint8Array;
   data: Buffer;
   bytes: number;
+}
+
+/** A shared read: the records, and where the next read starts. */
+export interface SharedRead {
+  records: EventRecord[];
+  /**
+   * With `skipSystem`: the log bytes of the records left out just before each record (gaps[i]
+   * before records[i]), and after the last one (the last element).
+   */
+  gaps: number[] | undefined;
+  /** Records covered, those left out included. */
+  scanned: number;
+  nextPosition: number;
 }
 
 export interface SharedBlockCounters {
@@ -66,19 +81,37 @@ export class SharedBlocks {
    * end of the durable log): fewer when the read reaches the block the log is still writing.
    * `reader` identifies a reader that reads on from here: the blocks ahead of it are kept for it.
    */
-  read(position: number, count: number, head: number, reader?: object): EventRecord[] {
+  read(position: number, count: number, head: number, reader?: object, skipSystem = false): SharedRead {
     const out: EventRecord[] = [];
-    if (this.capacityBytes <= 0) return out;
+    const gaps: number[] | undefined = skipSystem ? [] : undefined;
+    const result: SharedRead = { records: out, gaps, scanned: 0, nextPosition: position };
+    if (this.capacityBytes <= 0) return result;
     if (reader) this.readers.set(reader, { position, at: performance.now() });
-    for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); out.length < count && (b + 1) * BLOCK_BYTES <= head; b++) {
+    let gap = 0;
+    let scanned = 0;
+    for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); scanned < count && (b + 1) * BLOCK_BYTES <= head; b++) {
       const block = this.block(b);
-      let i = out.length === 0 ? firstAtOrAfter(block.positions, position) : 0;
-      const { positions, offsets, data } = block;
-      const before = out.length;
-      for (; i < positions.length && out.length < count; i++) out.push(decodeRecord(positions[i], data, offsets[i], offsets[i + 1]));
-      this.counters.hits += out.length - before;
+      let i = scanned === 0 ? firstAtOrAfter(block.positions, position) : 0;
+      const { positions, offsets, data, system } = block;
+      for (; i < positions.length && scanned < count; i++) {
+        scanned++;
+        result.nextPosition = positions[i] + offsets[i + 1] - offsets[i];
+        // A reader that skips system streams never decodes their records.
+        if (gaps && system[i] === 1) {
+          gap += offsets[i + 1] - offsets[i];
+          continue;
+        }
+        if (gaps) {
+          gaps.push(gap);
+          gap = 0;
+        }
+        out.push(decodeRecord(positions[i], data, offsets[i], offsets[i + 1]));
+      }
     }
-    return out;
+    gaps?.push(gap);
+    result.scanned = scanned;
+    this.counters.hits += scanned;
+    return result;
   }
 
   /**
@@ -165,16 +198,18 @@ export class SharedBlocks {
     const { keys, values } = this.rocks.scan({ gte: logKey(b * BLOCK_BYTES), lt: logKey((b + 1) * BLOCK_BYTES) });
     const positions = new Float64Array(keys.length);
     const offsets = new Uint32Array(keys.length + 1);
+    const system = new Uint8Array(keys.length);
     let end = 0;
     for (let i = 0; i < keys.length; i++) {
       positions[i] = positionOfLogKey(keys[i]);
       offsets[i] = end;
       end += values[i].length;
+      system[i] = inSystemStream(values[i], 0) ? 1 : 0;
     }
     offsets[keys.length] = end;
     const data = Buffer.concat(values, end);
     this.counters.reads += keys.length;
-    const block = { positions, offsets, data, bytes: BLOCK_OVERHEAD + end + keys.length * RECORD_OVERHEAD };
+    const block = { positions, offsets, data, system, bytes: BLOCK_OVERHEAD + end + keys.length * (RECORD_OVERHEAD + 1) };
     const bytes = block.bytes;
     this.blocks.set(b, block);
     this.bytes += bytes;
