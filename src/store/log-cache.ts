@@ -13,6 +13,7 @@
 
 import { strict as assert } from 'node:assert';
 import { decodeRecord, streamPlaceOf, type EventRecord } from './record.js';
+import { firstAtOrAfter } from './shared-blocks.js';
 
 interface Segment {
   /** Position of each record, ascending. */
@@ -169,13 +170,7 @@ export class LogTailCache {
       else hi = mid - 1;
     }
     const positions = this.segments[lo].positions;
-    let a = 0;
-    let b = positions.length;
-    while (a < b) {
-      const mid = (a + b) >>> 1;
-      if (positions[mid] < position) a = mid + 1;
-      else b = mid;
-    }
+    const a = firstAtOrAfter(positions, position);
     return a < positions.length ? [lo, a] : [lo + 1, 0];
   }
 

@@ -223,8 +223,8 @@ export class SharedBlocks {
   }
 }
 
-/** Index of the first position at or after `position` (binary search). */
-function firstAtOrAfter(positions: Float64Array, position: number): number {
+/** Index of the first of ascending `positions` at or after `position` (binary search). */
+export function firstAtOrAfter(positions: Float64Array, position: number): number {
   let lo = 0;
   let hi = positions.length;
   while (lo < hi) {
