@@ -15,10 +15,10 @@ import { logKey, positionOfLogKey } from './keys.js';
 // Readers drift apart (a counter over $all runs many times faster than a query with 100,000
 // partitions, and twenty of them on two cores get uneven shares), and once they are further apart
 // than the cache holds, each reads every block on its own again (measured: the log read 10-20
-// times over, whichever block went first). So they move as a convoy: with the cache full of
-// blocks some reader has still to read, a reader that others follow waits (mustWait) until the
-// last one has passed a block, which then goes; the last reader never waits. A block every
-// reader has passed goes first; else the one whose next reader is furthest behind it. A reader
+// times over, whichever block went first). So they move as a convoy: the block that goes to make
+// room is the one whose next reader is furthest behind it (a block every reader has passed goes
+// first), and a reader that others follow waits (mustWait) while that block would be needed by
+// the slowest reader sooner than the one it is about to read; the slowest never waits. A reader
 // that has not read for a while (stopped, stuck) is not waited for. The convoy ends as fast as its
 // slowest member: when the catch-up of all of them would end anyway, with the log read once
 // (measured, 20 projections over 100,000 events: the log read ~6 times over and 21 s without the
@@ -131,19 +131,16 @@ export class SharedBlocks {
     let b = current;
     if (this.blocks.has(b)) b++;
     if (this.blocks.has(b) || (b + 1) * BLOCK_BYTES > head || this.bytes + BLOCK_BYTES <= this.capacityBytes) return false;
-    // (Called every millisecond by each waiting reader: no more than a pass over readers and blocks.)
-    let behind = false;
-    let lowestReader = Infinity;
+    let slowest = Infinity;
     for (const [other, { position: at, at: when }] of this.readers) {
-      if (now - when >= INACTIVE_MS) continue;
-      if (other !== reader && at < current * BLOCK_BYTES) behind = true;
-      if (at < lowestReader) lowestReader = at;
+      if (other !== reader && now - when < INACTIVE_MS && at < current * BLOCK_BYTES && at < slowest) slowest = at;
     }
-    if (!behind) return false;
-    let lowestBlock = Infinity;
-    for (const cached of this.blocks.keys()) if (cached < lowestBlock) lowestBlock = cached;
-    // A block every reader has passed can go instead.
-    return (lowestBlock + 1) * BLOCK_BYTES > lowestReader;
+    if (slowest === Infinity) return false; // nobody behind: the slowest reader never waits
+    // The block that would make room goes if the slowest reader needs it later than this one (or
+    // never: every reader has passed it); if it needs it sooner, reading on would push out a block
+    // it is about to read, and this reader waits.
+    const victim = this.victim(b);
+    return victim !== undefined && victim.distance <= b * BLOCK_BYTES - slowest;
   }
 
   /** The reader no longer reads in order (stopped, or reading the live end of the log). */
