@@ -3,24 +3,49 @@ import { randomFillSync } from 'node:crypto';
 const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 const BRACED = /^\{(.*)\}$/;
 
-const HYPHENATED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Hex digit values by character code (-1: not a hex digit). */
+const HEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX[65 + i] = HEX[97 + i] = 10 + i;
+/** Where each byte's two digits start in the hyphenated form. */
+const HYPHENATED_DIGITS = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
 /** Parses a GUID in the forms clients send (hyphenated, plain 32 hex, braced) to 16 bytes. */
 export function parseUuid(text: string): Buffer | undefined {
-  if (text.length === 36 && HYPHENATED.test(text)) {
-    // The common form, without building intermediate strings.
-    const bytes = Buffer.allocUnsafe(16);
-    bytes.write(text.slice(0, 8), 0, 'hex');
-    bytes.write(text.slice(9, 13), 4, 'hex');
-    bytes.write(text.slice(14, 18), 6, 'hex');
-    bytes.write(text.slice(19, 23), 8, 'hex');
-    bytes.write(text.slice(24), 10, 'hex');
-    return isEmpty(bytes) ? undefined : bytes;
+  if (text.length === 36 && text.charCodeAt(8) === DASH && text.charCodeAt(13) === DASH && text.charCodeAt(18) === DASH && text.charCodeAt(23) === DASH) {
+    // The common form, digit by digit: no regular expression, no intermediate strings (the two
+    // were ~6% of the server's time for 100-event appends).
+    const bytes = pooledId();
+    let nonZero = 0;
+    for (let b = 0; b < 16; b++) {
+      const i = HYPHENATED_DIGITS[b];
+      const hi = text.charCodeAt(i);
+      const lo = text.charCodeAt(i + 1);
+      const h = hi < 128 ? HEX[hi] : -1;
+      const l = lo < 128 ? HEX[lo] : -1;
+      if (h < 0 || l < 0) return undefined;
+      nonZero |= bytes[b] = (h << 4) | l;
+    }
+    return nonZero === 0 ? undefined : bytes;
   }
   const inner = text.trim().replace(BRACED, '$1');
   if (!UUID.test(inner)) return undefined;
   const bytes = Buffer.from(inner.replace(/-/g, ''), 'hex');
   return isEmpty(bytes) ? undefined : bytes;
+}
+
+const DASH = 0x2d;
+const PARSED_POOL_IDS = 4096;
+let parsedPool = Buffer.alloc(0);
+let parsedNext = PARSED_POOL_IDS;
+
+/** 16 bytes of their own for a parsed id: a view into a pool, never handed out twice (fewer small allocations). */
+function pooledId(): Buffer {
+  if (parsedNext >= PARSED_POOL_IDS) {
+    parsedPool = Buffer.allocUnsafeSlow(PARSED_POOL_IDS * 16);
+    parsedNext = 0;
+  }
+  return parsedPool.subarray(parsedNext * 16, ++parsedNext * 16);
 }
 
 /** The empty GUID is not an id. */
