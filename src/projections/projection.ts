@@ -469,7 +469,7 @@ export class Projection {
   private async joinConvoy(position: number): Promise<void> {
     const until = performance.now() + CONVOY_WAIT_MS;
     while (!this.stopRequested && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition)) {
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await this.store.blocks.progress(50);
     }
   }
 

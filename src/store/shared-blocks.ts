@@ -72,6 +72,8 @@ export class SharedBlocks {
   private bytes = 0;
   /** Each reader: the position it reads next, and when it last read (performance.now()). */
   private readonly readers = new Map<object, { position: number; at: number }>();
+  /** Readers waiting in the convoy, woken when a reader moves to another block or leaves. */
+  private waiters: (() => void)[] = [];
   readonly counters: SharedBlockCounters = { hits: 0, reads: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly capacityBytes: number) {}
@@ -86,7 +88,7 @@ export class SharedBlocks {
     const gaps: number[] | undefined = skipSystem ? [] : undefined;
     const result: SharedRead = { records: out, gaps, scanned: 0, nextPosition: position };
     if (this.capacityBytes <= 0) return result;
-    if (reader) this.readers.set(reader, { position, at: performance.now() });
+    if (reader) this.register(reader, position, performance.now());
     let gap = 0;
     let scanned = 0;
     for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); scanned < count && (b + 1) * BLOCK_BYTES <= head; b++) {
@@ -122,7 +124,7 @@ export class SharedBlocks {
    */
   mustWait(reader: object, position: number, head: number): boolean {
     const now = performance.now();
-    this.readers.set(reader, { position, at: now });
+    this.register(reader, position, now);
     if (this.capacityBytes <= 0) return false;
     // A read of a page (a few thousand records) reaches into the next block at most.
     // Near the head a reader follows the live log: it never waits for one catching up behind it.
@@ -143,9 +145,36 @@ export class SharedBlocks {
     return victim !== undefined && victim.distance <= b * BLOCK_BYTES - slowest;
   }
 
+  /**
+   * Resolves once some reader has moved to another block or left (what a waiting reader waits
+   * for), or after `ms` at most.
+   */
+  progress(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
   /** The reader no longer reads in order (stopped, or reading the live end of the log). */
   leave(reader: object): void {
-    this.readers.delete(reader);
+    if (this.readers.delete(reader)) this.wake();
+  }
+
+  private register(reader: object, position: number, now: number): void {
+    const known = this.readers.get(reader);
+    this.readers.set(reader, { position, at: now });
+    if (known === undefined || Math.floor(known.position / BLOCK_BYTES) !== Math.floor(position / BLOCK_BYTES)) this.wake();
+  }
+
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const resume of waiting) resume();
   }
 
   /** Drops the blocks holding positions up to `position` (a scavenge removed records there). */
