@@ -59,8 +59,7 @@ process.once('exit', () => { for (const child of running) child.kill('SIGKILL');
 export async function startServer(name: string, script: string, args: string[], nodeArgs: string[] = []): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, script, ...args, '--http-port', String(port)], {
-    // As `npm start` runs the node: two malloc arenas (see the README's memory section).
-    cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env: { MALLOC_ARENA_MAX: '2', ...process.env },
+    cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'],
   });
   running.add(child);
   child.once('exit', () => running.delete(child));

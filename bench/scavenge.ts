@@ -66,16 +66,14 @@ export async function openScavenger(store: Store, dir: string, log = quiet): Pro
   return scavenger;
 }
 
-async function scenario(source: string, name: string, request: Partial<ScavengeRequest>) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-scavenge-'));
-  cpSync(source, dir, { recursive: true });
-  let store = await Store.open({ dir, inMemory: false, chunkSize: CHUNK });
-  const scavenger = await openScavenger(store, dir);
-  const records = store.recordCount;
-  const before = store.diskUsage();
-  const latencies: number[] = [];
+/**
+ * Single-event appends to `live`, one every 5 ms or so, until stopped: their latencies show what a
+ * scavenge costs the writers beside it. `take` hands over the latencies so far and starts anew.
+ */
+export function liveAppender(store: Store): { take(): number[]; stop(): Promise<number[]> } {
+  let latencies: number[] = [];
   let appending = true;
-  const appender = (async () => {
+  const running = (async () => {
     for (let i = 0; appending; i++) {
       const started = performance.now();
       await store.append('live', ExpectedVersion.any, [event(i)]);
@@ -83,6 +81,28 @@ async function scenario(source: string, name: string, request: Partial<ScavengeR
       await new Promise((r) => setTimeout(r, 5));
     }
   })();
+  return {
+    take() {
+      const taken = latencies;
+      latencies = [];
+      return taken;
+    },
+    async stop() {
+      appending = false;
+      await running;
+      return latencies;
+    },
+  };
+}
+
+async function scenario(source: string, name: string, request: Partial<ScavengeRequest>) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-scavenge-'));
+  cpSync(source, dir, { recursive: true });
+  let store = await Store.open({ dir, inMemory: false, chunkSize: CHUNK });
+  const scavenger = await openScavenger(store, dir);
+  const records = store.recordCount;
+  const before = store.diskUsage();
+  const appender = liveAppender(store);
   const started = performance.now();
   scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, ...request });
   let progress = scavenger.current()!.progress;
@@ -91,8 +111,7 @@ async function scenario(source: string, name: string, request: Partial<ScavengeR
     await new Promise((r) => setTimeout(r, 50));
   }
   const seconds = (performance.now() - started) / 1000;
-  appending = false;
-  await appender;
+  const latencies = await appender.stop();
   const after = store.diskUsage();
   const result = scavenger.last()!.result;
   await scavenger.close();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { ExpectedVersion, Store } from '../src/store/index.js';
 import { SPACE_RECLAIM } from '../src/store/writer.js';
-import { build, CHUNK, event, EVENTS, openScavenger } from './scavenge.js';
+import { build, CHUNK, event, EVENTS, liveAppender, openScavenger } from './scavenge.js';
 
 // The space bench: how promptly RocksDB gives back the space a scavenge frees. The scavenge
 // bench's log (BENCH_SCAVENGE_EVENTS events, half removable) is built once, copied per variant,
@@ -101,16 +101,7 @@ async function variantRun(source: string, name: string, variant: Variant): Promi
   const records = store.recordCount;
   const before = measure(store, dir);
   // 200 single-event appends a second from the scavenge's start to the end of the idle time after it.
-  let latencies: number[] = [];
-  let appending = true;
-  const appender = (async () => {
-    for (let i = 0; appending; i++) {
-      const started = performance.now();
-      await store.append('live', ExpectedVersion.any, [event(i)]);
-      latencies.push(performance.now() - started);
-      await sleep(5);
-    }
-  })();
+  const appender = liveAppender(store);
   const started = performance.now();
   scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false });
   let progress = scavenger.current()!.progress;
@@ -122,12 +113,9 @@ async function variantRun(source: string, name: string, variant: Variant): Promi
   const result = scavenger.last()!.result;
   const after = measure(store, dir);
   const removed = records - store.recordCount;
-  const duringScavenge = latencies;
-  latencies = [];
+  const duringScavenge = appender.take();
   await sleep(IDLE_MS);
-  appending = false;
-  await appender;
-  const afterIdle = latencies;
+  const afterIdle = await appender.stop();
   const idle = measure(store, dir);
   const rate = await appendBytes(store, APPEND_BYTES, 'new');
   const appended = measure(store, dir);

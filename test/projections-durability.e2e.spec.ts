@@ -1,9 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, EVENTS_JSON, newEvent, startTestNode, type TestNode, uniq, eventually, sleep } from './support/node.js';
-import { MAIN, spawnNode, type NodeProcess } from './support/process.js';
+import { killAndRemove, MAIN, spawnNode, type NodeProcess } from './support/process.js';
 
 // Projections that must survive: restarts (definitions, enabled flags, config, partition states
 // and results come back from the log), reset (a rebuild from the beginning in a new epoch, with
@@ -377,13 +377,7 @@ describe('restart and reset (in-process node)', () => {
 describe('kill -9 in the middle of emitting', () => {
   const dirs: string[] = [];
   let proc: NodeProcess | undefined;
-  afterAll(async () => {
-    if (proc && proc.child.exitCode === null && proc.child.signalCode === null) {
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-    }
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  afterAll(() => killAndRemove(proc, dirs));
 
   it('the emitted streams hold every expected event exactly once, numbered without gaps, after restarts', async () => {
     expect(existsSync(MAIN), 'build first: npx tsc -p tsconfig.json').toBe(true);

@@ -1,9 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/node.js';
-import { MAIN, spawnNode, type NodeProcess } from './support/process.js';
+import { killAndRemove, MAIN, spawnNode, type NodeProcess } from './support/process.js';
 import {
   CHUNK_SIZE, ZERO_GUID, buildDataset, expectLogBetween, expectLogIs, historyOf, last, pointsIn, readAll, removableBy,
   SLOW, startScavenge, streamEvents, waitForEnd, waitForPhase,
@@ -20,13 +20,7 @@ const TIME_TAKEN = /^\d{2}:\d{2}:\d{2}\.\d{7}$/;
 describe('kill -9 in the middle of a scavenge', () => {
   const dirs: string[] = [];
   let proc: NodeProcess | undefined;
-  afterAll(async () => {
-    if (proc && proc.child.exitCode === null && proc.child.signalCode === null) {
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-    }
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  afterAll(() => killAndRemove(proc, dirs));
 
   it('killed runs are recorded Interrupted; scavenging again ends where one run ends', async () => {
     expect(existsSync(MAIN), 'build first: npm run build').toBe(true);

@@ -62,6 +62,9 @@ describe('shared log blocks', () => {
     // From a position inside a record (not a record's start): the records after it, as a plain read.
     expect(view(store.readAllForward(BLOCK_BYTES + 7, 50, reader).records)).toEqual(view(store.readAllForward(BLOCK_BYTES + 7, 50).records));
     expect(store.blocks.counters.hits).toBeGreaterThan(2000);
+    // The node's read statistics count them: rows read from RocksDB once, records from memory after.
+    expect(store.readCounters.notCachedRecord).toBeGreaterThanOrEqual(store.blocks.counters.reads);
+    expect(store.readCounters.cachedRecord).toBeGreaterThan(0);
   });
 
   it('a reader of $all leaves system streams out undecoded, telling their bytes, and ends where a plain read ends', async () => {

@@ -152,7 +152,12 @@ export class Reader {
    */
   readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false): AllPage {
     if (sharedBy && this.blocks) {
+      const readBefore = this.blocks.counters.reads;
       const shared = this.blocks.read(position, count, this.checkpoint.nextPosition, sharedBy, skipSystem);
+      // Rows read from RocksDB into blocks, and records handed out of blocks already in memory.
+      const fresh = this.blocks.counters.reads - readBefore;
+      this.counters.notCachedRecord += fresh;
+      this.counters.cachedRecord += Math.max(0, shared.scanned - fresh);
       if (shared.scanned > 0) {
         const { records, gaps } = shared;
         if (shared.scanned === count) return { records, nextPosition: shared.nextPosition, isEnd: false, gaps };

@@ -60,7 +60,7 @@ export interface SharedRead {
 }
 
 export interface SharedBlockCounters {
-  /** Records served from a block already read. */
+  /** Records handed out of blocks (those left out by skipSystem included). */
   hits: number;
   /** Records read from RocksDB into a block. */
   reads: number;
@@ -118,17 +118,18 @@ export class SharedBlocks {
 
   /**
    * Whether `reader`, about to read at `position`, should wait for slower readers: the block there
-   * (or the next, which a page read reaches into) is complete and not cached, the cache is full of
-   * blocks a reader has still to read, and another reader is in an earlier block (it will read
-   * these too, and the blocks it passes make room). Readers in the lowest block never wait.
+   * (or the next, which a page read reaches into) is complete and not cached, the cache is full,
+   * another reader is in an earlier block, and the block that would go to make room is one the
+   * slowest of those needs sooner than this one. Readers in the lowest block never wait, nor do
+   * readers near the head.
    */
   mustWait(reader: object, position: number, head: number): boolean {
     const now = performance.now();
     this.register(reader, position, now);
     if (this.capacityBytes <= 0) return false;
-    // A read of a page (a few thousand records) reaches into the next block at most.
     // Near the head a reader follows the live log: it never waits for one catching up behind it.
     if (head - position < LIVE_BYTES) return false;
+    // A read of a page (a few thousand records) reaches into the next block at most.
     const current = Math.floor(Math.max(0, position) / BLOCK_BYTES);
     let b = current;
     if (this.blocks.has(b)) b++;
@@ -184,11 +185,6 @@ export class SharedBlocks {
       this.blocks.delete(b);
       this.bytes -= block.bytes;
     }
-  }
-
-  /** Bytes the cached blocks are counted at now. */
-  get cachedBytes(): number {
-    return this.bytes;
   }
 
   /**

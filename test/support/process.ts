@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
@@ -9,6 +10,15 @@ export interface NodeProcess {
   url: string;
   output: () => string;
   exited: Promise<number | null>;
+}
+
+/** The end of a test that kills nodes: the one still running is killed, and every data directory removed. */
+export async function killAndRemove(proc: NodeProcess | undefined, dirs: readonly string[]): Promise<void> {
+  if (proc && proc.child.exitCode === null && proc.child.signalCode === null) {
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+  }
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
 
 /** Starts `node dist/src/main.js` (built by `npm test`) and waits for its start line. */
