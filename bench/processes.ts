@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const NODE_MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 export const CEILING_MAIN = fileURLToPath(new URL('./ceiling-server.js', import.meta.url));
+/** `npm start`'s launcher: the node runs with the allocator a user's node gets (jemalloc if installed). */
+const START_SH = fileURLToPath(new URL('../../bin/start.sh', import.meta.url));
 
 export interface Server {
   url: string;
@@ -55,11 +57,16 @@ const running = new Set<ChildProcess>();
 // If the parent dies mid-run, don't leave servers behind holding ports and data directories.
 process.once('exit', () => { for (const child of running) child.kill('SIGKILL'); });
 
-/** Spawns `node [nodeArgs] script [args --http-port PORT]` and waits until it serves HTTP. */
+/**
+ * Spawns `script [args --http-port PORT]` through `npm start`'s launcher (so the node and the
+ * ceiling both run under the allocator a user's node gets) with node flags `nodeArgs`, and waits
+ * until it serves HTTP.
+ */
 export async function startServer(name: string, script: string, args: string[], nodeArgs: string[] = []): Promise<Server> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, script, ...args, '--http-port', String(port)], {
-    cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'],
+  const env = { ...process.env, START_SCRIPT: script, START_NODE_FLAGS: nodeArgs.join(' ') };
+  const child = spawn('sh', [START_SH, ...args, '--http-port', String(port)], {
+    cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env,
   });
   running.add(child);
   child.once('exit', () => running.delete(child));

@@ -49,6 +49,8 @@ async function main(argv: string[]): Promise<void> {
     });
   };
   if (signalled) stop(signalled);
+  // bin/start.sh (`npm start`) preloads jemalloc when the machine has it; say which one runs.
+  node.log.info({ allocator: /jemalloc/.test(process.env.LD_PRELOAD ?? '') ? 'jemalloc' : 'glibc malloc' }, 'memory allocator');
   process.on('SIGHUP', () => {
     node.log.info('SIGHUP received: reloading the configuration');
     void node.reload();

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runMain, spawnNode } from './support/process.js';
 import { ADMIN, EVENTS_JSON } from './support/node.js';
 
@@ -57,6 +57,20 @@ describe('the server process', () => {
     expect(typeof parsed.events).toBe('number');
     node.child.kill('SIGTERM');
     expect(await node.exited).toBe(0);
+  });
+
+  it('npm start (bin/start.sh) runs the node under jemalloc when the machine has it, glibc when asked, and passes signals', async () => {
+    const installed = existsSync('/usr/lib/x86_64-linux-gnu/libjemalloc.so.2') || existsSync('/usr/lib/aarch64-linux-gnu/libjemalloc.so.2');
+    for (const [env, expected] of [[{}, installed ? 'jemalloc' : 'glibc malloc'], [{ ALLOCATOR: 'glibc' }, 'glibc malloc']] as const) {
+      const node = await spawnNode(['--db', tempDir(), '--run-projections', 'None'], env, true);
+      expect(await appendOne(node.url, 'launched', 1)).toBe(201);
+      await vi.waitFor(() => expect(node.output()).toContain('"msg":"memory allocator"'));
+      const line = JSON.parse(node.output().split('\n').find((l) => l.includes('"memory allocator"'))!);
+      expect(line.allocator).toBe(expected);
+      node.child.kill('SIGTERM'); // the shell exec'd node: the signal reaches it, and it stops cleanly
+      expect(await node.exited).toBe(0);
+      expect(node.output()).toContain('shut down cleanly');
+    }
   });
 
   /** 16 writers append until the node stops answering; the signal is sent after 200 acknowledgements. */

@@ -4,6 +4,8 @@ import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+/** `npm start`'s launcher (jemalloc when installed, then the same main.js). */
+export const START_SH = fileURLToPath(new URL('../../bin/start.sh', import.meta.url));
 
 export interface NodeProcess {
   child: ChildProcess;
@@ -21,9 +23,10 @@ export async function killAndRemove(proc: NodeProcess | undefined, dirs: readonl
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
 
-/** Starts `node dist/src/main.js` (built by `npm test`) and waits for its start line. */
-export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [MAIN, '--http-port', '0', '--log-level', 'info', '--start-standard-projections', 'false', ...args], {
+/** Starts `node dist/src/main.js` (built by `npm test`; through bin/start.sh if `launcher`) and waits for its start line. */
+export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, launcher = false): Promise<NodeProcess> {
+  const [command, entry] = launcher ? ['sh', START_SH] : [process.execPath, MAIN];
+  const child = spawn(command, [entry, '--http-port', '0', '--log-level', 'info', '--start-standard-projections', 'false', ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
