@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExpectedVersion, newUuid, Store, type EventRecord, type ProposedEvent } from '../src/store/index.js';
 import { BLOCK_BYTES } from '../src/store/shared-blocks.js';
+import { Rocks } from '../src/store/rocks.js';
+import { metaKey, u64Value } from '../src/store/keys.js';
 
 // The log blocks the projections share (src/store/shared-blocks.ts): a shared read answers
 // exactly what a plain read answers, a scavenge's removal is never served from a block read
@@ -67,45 +69,100 @@ describe('shared log blocks', () => {
     expect(store.readCounters.cachedRecord).toBeGreaterThan(0);
   });
 
-  it('a reader of $all leaves system streams out undecoded, telling their bytes, and ends where a plain read ends', async () => {
+  it('a reader of $all never reads the records of system streams, tells their bytes where they were, and ends at the head', async () => {
     const store = await openStore(64 * 1024 * 1024);
     for (let i = 0; i < 6000; i += 100) {
       const stream = ['user-1', '$system-1', '$$user-1', '$$$system-meta', '$'][(i / 100) % 5];
       const events = Array.from({ length: 100 }, (_, j) => event(i + j));
       await store.append(stream, ExpectedVersion.any, stream.startsWith('$$') ? [events[0]] : events);
     }
-    const reader = {};
-    let position = 0;
-    for (;;) {
-      const plain = store.readAllForward(position, 250);
-      const shared = store.readAllForward(position, 250, reader, true);
-      // In the blocks the log has passed (the last one is still being written, and read plainly),
-      // the records of system streams are left out; the metastreams of user streams stay.
-      const complete = Math.floor(store.headPosition / BLOCK_BYTES) * BLOCK_BYTES;
-      const kept = plain.records.filter((r) => r.position >= complete
-        || !r.streamId.startsWith('$') || (r.streamId.startsWith('$$') && !r.streamId.startsWith('$$$')));
-      expect(view(shared.records)).toEqual(view(kept));
-      expect(shared.nextPosition).toBe(plain.nextPosition);
-      // Every byte covered is a record kept or a gap: the gaps are the skipped records' bytes, each where it was.
-      const gaps = shared.gaps ?? [];
-      if (position >= complete) expect(shared.gaps).toBeUndefined(); // a plain read from the block being written
-      else expect(gaps.length).toBe(shared.records.length + 1);
-      if (!shared.gaps) {
-        if (plain.isEnd) break;
-        position = plain.nextPosition;
-        continue;
-      }
-      let at = position;
-      for (let i = 0; i < shared.records.length; i++) {
-        const skipped = plain.records.filter((r) => r.position >= at && r.position < shared.records[i].position);
-        expect(gaps[i]).toBe(skipped.reduce((n, r) => n + r.size, 0));
-        at = shared.records[i].position + shared.records[i].size;
-      }
-      expect(gaps[shared.records.length]).toBe(plain.records.filter((r) => r.position >= at).reduce((n, r) => n + r.size, 0));
-      if (plain.isEnd) break;
-      position = plain.nextPosition;
-    }
     expect(store.headPosition).toBeGreaterThan(4 * BLOCK_BYTES);
+    // The whole log, read plainly (both key spaces merged in log order).
+    const all: EventRecord[] = [];
+    for (let position = 0; ;) {
+      const page = store.readAllForward(position, 333);
+      all.push(...page.records);
+      if (page.isEnd) break;
+      position = page.nextPosition;
+    }
+    expect(all.map((r) => r.position)).toEqual([...all.map((r) => r.position)].sort((a, b) => a - b));
+    // The metastreams of user streams stay with the user records; the system streams' records are left out.
+    const kept = all.filter((r) => !r.streamId.startsWith('$') || (r.streamId.startsWith('$$') && !r.streamId.startsWith('$$$')));
+    expect(kept.length).toBeLessThan(all.length);
+    const reader = {};
+    const read: EventRecord[] = [];
+    let position = 0;
+    let pages = 0;
+    for (;;) {
+      const page = store.readAllForward(position, 250, reader, true);
+      pages++;
+      const gaps = page.gaps!;
+      expect(gaps.length).toBe(page.records.length + 1);
+      // Every byte covered is a record handed out or a gap: each gap holds the records left out there.
+      let at = position;
+      page.records.forEach((r, i) => {
+        const skipped = all.filter((s) => s.position >= at && s.position < r.position);
+        expect(skipped.every((s) => s.streamId.startsWith('$'))).toBe(true);
+        expect(gaps[i]).toBe(skipped.reduce((n, s) => n + s.size, 0));
+        at = r.position + r.size;
+      });
+      expect(gaps[page.records.length]).toBe(page.nextPosition - at);
+      read.push(...page.records);
+      if (page.isEnd) {
+        expect(page.nextPosition).toBe(store.headPosition);
+        break;
+      }
+      position = page.nextPosition;
+    }
+    expect(view(read)).toEqual(view(kept));
+    expect(pages).toBeGreaterThan(3);
+    // The blocks held user records only: fewer rows read than the log holds.
+    expect(store.blocks.counters.reads).toBeLessThanOrEqual(kept.length + 250);
+  });
+
+  it('a database written before the split keeps its older system records with the others: every read still finds them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-blocks-'));
+    dirs.push(dir);
+    const options = { dir, inMemory: false, chunkSize: 256 * 1024 * 1024, logCacheBytes: 0, sharedReadBytes: 64 * 1024 * 1024 };
+    /** Sets where the split is, as a database written before the split had it at its first open since. */
+    const splitAt = async (position: number) => {
+      const rocks = await Rocks.open(dir, false);
+      rocks.writeDurable([[metaKey('syslog-from'), u64Value(position)]]);
+      await rocks.close();
+    };
+    const write = async (store: Store, n: number) => {
+      for (const stream of ['user-a', '$system-a', '$$user-a', 'user-b']) {
+        await store.append(stream, ExpectedVersion.any, Array.from({ length: stream.startsWith('$$') ? 1 : n }, (_, i) => event(i)));
+      }
+    };
+    await splitAt(Number.MAX_SAFE_INTEGER); // everything written now goes where it went before the split
+    let store = await Store.open(options);
+    await write(store, 300);
+    const head = store.headPosition;
+    await store.close();
+    await splitAt(head);
+    store = await Store.open(options);
+    stores.push(store);
+    await write(store, 300);
+    const all = store.readAllForward(0, 100_000).records;
+    expect(all.length).toBe(2 * (3 * 300 + 1));
+    expect(all.map((r) => r.position)).toEqual([...all.map((r) => r.position)].sort((a, b) => a - b));
+    expect(view(store.readAllBackward(store.headPosition, 100_000).records.reverse())).toEqual(view(all));
+    // Stream reads find the system stream's records on both sides of the split.
+    const system = store.readStreamForward('$system-a', 0, 1000);
+    expect(system.status === 'ok' && system.events.map((e) => e.event!.eventNumber)).toEqual(Array.from({ length: 600 }, (_, i) => i));
+    // A reader of $all skips them on both sides, from the blocks and from plain reads.
+    const users = all.filter((r) => !r.streamId.startsWith('$') || r.streamId === '$$user-a');
+    for (const shared of [{}, undefined]) {
+      const read: EventRecord[] = [];
+      for (let position = 0; ;) {
+        const page = store.readAllForward(position, 200, shared, true);
+        read.push(...page.records);
+        if (page.isEnd) break;
+        position = page.nextPosition;
+      }
+      expect(view(read)).toEqual(view(users));
+    }
   });
 
   it('records a scavenge removed are not served from a block read before', async () => {

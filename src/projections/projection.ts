@@ -279,12 +279,15 @@ export class Projection {
     this.release();
   }
 
+  /** A query over $all never reads system streams: the log's reads leave them out (log-spaces.ts). */
+  private get skipsSystem(): boolean {
+    return !this.engine?.select && this.definition!.allStreams;
+  }
+
   /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
   private prepare(position: number): PreparedBatch {
     const size = this.engine?.readBatchSize ?? READ_BATCH;
-    // A query over $all never reads system streams: the shared blocks leave them out undecoded.
-    const skipSystem = !this.engine?.select && this.definition!.allStreams;
-    const page = this.store.readAllForward(position, size, this, skipSystem);
+    const page = this.store.readAllForward(position, size, this, this.skipsSystem);
     const { maxSelected, maxUnhandledBytes } = this.batchLimits();
     const selected: Selected[] = [];
     const positions: number[] = [];
@@ -349,7 +352,7 @@ export class Projection {
         const collectNow = this.checkpoints && this.handledSinceCheckpoint + batch.count >= this.persisted.config.checkpointHandledThreshold;
         const processing = engine.process(batch.encoded, collectNow, this.lookup);
         // While the sandbox works on this batch, read the next one.
-        if (!batch.caughtUp && !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition)) {
+        if (!batch.caughtUp && !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition, this.skipsSystem)) {
           next = this.prepare(batch.nextPosition);
           this.readsInProgress = 1;
           this.bufferedEvents += next.count;
@@ -469,7 +472,7 @@ export class Projection {
    */
   private async joinConvoy(position: number): Promise<void> {
     const until = performance.now() + CONVOY_WAIT_MS;
-    while (!this.stopRequested && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition)) {
+    while (!this.stopRequested && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition, this.skipsSystem)) {
       await this.store.blocks.progress(50);
     }
   }

@@ -1,8 +1,9 @@
 import { Rocks } from './rocks.js';
 import { SharedBlocks } from './shared-blocks.js';
 import {
-  chunkKey, chunkTimesKey, hintKey, indexKey, logKey, metaKey, positionOfLogKey, readU64, SPACE, spaceEnd, u64Value,
+  chunkKey, chunkTimesKey, hintKey, indexKey, metaKey, readU64, u64Value,
 } from './keys.js';
+import { LogSpaces } from './log-spaces.js';
 import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
@@ -55,6 +56,8 @@ export interface StoreOptions {
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
 const HINTS_FROM_KEY = metaKey('hints-from');
+/** Where the log was split into user and system records (log-spaces.ts): everything below is in LOG. */
+const SPLIT_FROM_KEY = metaKey('syslog-from');
 
 /**
  * The event store: one RocksDB holding the log, the stream index and the stream infos; one
@@ -69,15 +72,19 @@ export class Store {
   /** Decoded blocks of the log shared by the projections reading it (shared-blocks.ts). */
   readonly blocks: SharedBlocks;
 
+  private readonly spaces: LogSpaces;
+
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number) {
+    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
-    this.blocks = new SharedBlocks(rocks, sharedReadBytes);
-    this.reader = new Reader(rocks, streams, checkpoint, tail, this.blocks);
+    const spaces = new LogSpaces(rocks, splitFrom);
+    this.spaces = spaces;
+    this.blocks = new SharedBlocks(spaces, sharedReadBytes);
+    this.reader = new Reader(rocks, spaces, streams, checkpoint, tail, this.blocks);
     this.writer = new Writer({
-      rocks, tail, blocks: this.blocks, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
+      rocks, spaces, tail, blocks: this.blocks, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
       metadataOf: (id) => this.reader.metadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
@@ -94,8 +101,14 @@ export class Store {
       hints = u64Value(checkpoint.nextPosition);
       rocks.writeDurable([[HINTS_FROM_KEY, hints]]);
     }
+    let split = rocks.get(SPLIT_FROM_KEY);
+    if (!split) {
+      split = u64Value(checkpoint.nextPosition);
+      rocks.writeDurable([[SPLIT_FROM_KEY, split]]);
+    }
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
-      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES);
+      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES,
+      readU64(split, 0));
     store.warmTail(Math.min(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES, WARM_TAIL_BYTES * 2));
     return store;
   }
@@ -113,9 +126,8 @@ export class Store {
     let from = Math.max(0, this.checkpoint.nextPosition - Math.floor(capacityBytes / 2));
     for (;;) {
       // Page by page, oldest first, so only one page of row buffers is alive at a time.
-      const { keys, values } = this.rocks.scan({ gte: logKey(from), lt: spaceEnd(SPACE.LOG), limit: 4096 });
-      if (keys.length === 0) return;
-      const positions = keys.map(positionOfLogKey);
+      const { positions, values } = this.spaces.forward(from, 4096);
+      if (positions.length === 0) return;
       this.tail.add(positions, values);
       from = positions[positions.length - 1] + 1;
     }
@@ -230,10 +242,12 @@ export class Store {
 
   // What a scavenge (src/scavenge) reads of the store, and how it removes records.
 
-  /** Log records in [from, to), a page at a time, read off the event loop; `visit` returns false to stop. */
+  /**
+   * Log records in [from, to), a page at a time, read off the event loop: the user streams' records
+   * first, then the system streams' (log-spaces.ts), each part in log order; `visit` returns false to stop.
+   */
   scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
-    return this.rocks.scanPages({ gte: logKey(from), lt: logKey(to) }, pageSize,
-      (keys, values) => visit(keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]))));
+    return this.spaces.pages(from, to, pageSize, (positions, values) => visit(positions.map((p, i) => decodeRecord(p, values[i]))));
   }
 
   /**
@@ -243,7 +257,7 @@ export class Store {
   hintedRecords(from: number, to: number): EventRecord[] {
     const { keys } = this.rocks.scan({ gte: hintKey(from), lt: hintKey(to) });
     const positions = keys.map((k) => readU64(k, 1));
-    const values = this.rocks.getMany(positions.map(logKey));
+    const values = this.spaces.getMany(positions);
     const out: EventRecord[] = [];
     positions.forEach((p, i) => {
       if (values[i]) out.push(decodeRecord(p, values[i]!));

@@ -11,8 +11,10 @@
 //   HINT     0x07 | position u64                   -> '' : the record there is a metastream record or a
 //                                                     tombstone (what a scavenge's accumulation reads)
 //   TIMES    0x08 | logical chunk u64              -> oldest and newest record time (µs) f64 f64
+//   SYSLOG   0x09 | position u64                   -> record of a system stream, from the split on
+//                                                     (log-spaces.ts); LOG holds the others
 
-export const SPACE = { LOG: 0x01, INDEX: 0x02, STREAM: 0x03, EVENT_ID: 0x04, META: 0x05, CHUNK: 0x06, HINT: 0x07, TIMES: 0x08 } as const;
+export const SPACE = { LOG: 0x01, INDEX: 0x02, STREAM: 0x03, EVENT_ID: 0x04, META: 0x05, CHUNK: 0x06, HINT: 0x07, TIMES: 0x08, SYSLOG: 0x09 } as const;
 
 const TWO_32 = 2 ** 32;
 
@@ -37,6 +39,12 @@ export function logKey(position: number): Buffer {
   return numberKey(SPACE.LOG, position);
 }
 
+/** The key of a record of a system stream written since the log was split (log-spaces.ts). */
+export function systemLogKey(position: number): Buffer {
+  return numberKey(SPACE.SYSLOG, position);
+}
+
+/** The position in a LOG or SYSLOG key. */
 export function positionOfLogKey(key: Buffer): number {
   return readU64(key, 1);
 }

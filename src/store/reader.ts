@@ -2,7 +2,8 @@ import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
 import type { SharedBlocks } from './shared-blocks.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
-import { indexKey, logKey, positionOfLogKey, readU64, SPACE, spaceEnd } from './keys.js';
+import { indexKey, readU64 } from './keys.js';
+import { isSystemRecordStream, type LogRows, type LogSpaces } from './log-spaces.js';
 import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
 import type { StreamInfos } from './stream-infos.js';
 import { isVisibleIn, visibilityOf, type Visibility } from './visibility.js';
@@ -58,7 +59,7 @@ export class Reader {
   private metadataCacheBytes = 0;
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
-  constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
+  constructor(private readonly rocks: Rocks, private readonly spaces: LogSpaces, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, private readonly tail: LogTailCache,
     /** Decoded blocks of the log shared by the readers that read it in order (projections). */
     private readonly blocks?: SharedBlocks) {}
@@ -143,12 +144,11 @@ export class Reader {
     return { status: 'ok', event, lastEventNumber: info.lastEventNumber, metadata };
   }
 
-  /** Records at or after `position`, in log order. */
   /**
    * Records from `position` on. `sharedBy`: a reader of much of the log in order (a projection):
-   * completed blocks of the log come from the blocks shared by every such reader. `skipSystem`
-   * (with `sharedBy`): records of system streams there are left out undecoded, their bytes told
-   * in `gaps`, and `count` counts them too.
+   * completed blocks of the log come from the blocks shared by every such reader. `skipSystem`:
+   * records of system streams are left out (most are never read: log-spaces.ts), their bytes told
+   * in `gaps`, and the page may end at the head of the log past the last record returned.
    */
   readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false): AllPage {
     if (sharedBy && this.blocks) {
@@ -158,13 +158,15 @@ export class Reader {
       const fresh = this.blocks.counters.reads - readBefore;
       this.counters.notCachedRecord += fresh;
       this.counters.cachedRecord += Math.max(0, shared.scanned - fresh);
-      if (shared.scanned > 0) {
+      if (shared.nextPosition > position) {
         const { records, gaps } = shared;
-        if (shared.scanned === count) return { records, nextPosition: shared.nextPosition, isEnd: false, gaps };
-        const rest = this.readAllForward(shared.nextPosition, count - shared.scanned);
-        for (const r of rest.records) {
-          records.push(r);
-          gaps?.push(0); // the gap before the first of them is the shared read's last
+        if (shared.scanned >= count) return { records, nextPosition: shared.nextPosition, isEnd: false, gaps };
+        const rest = this.readAllForward(shared.nextPosition, count - shared.scanned, undefined, skipSystem);
+        records.push(...rest.records);
+        if (gaps && rest.gaps) {
+          // The bytes left out at the end of the shared read and at the start of the rest are one gap.
+          gaps[gaps.length - 1] += rest.gaps[0];
+          for (let i = 1; i < rest.gaps.length; i++) gaps.push(rest.gaps[i]);
         }
         return { records, nextPosition: rest.nextPosition, isEnd: rest.isEnd, gaps };
       }
@@ -175,24 +177,29 @@ export class Reader {
       records = cached;
       this.counters.cachedRecord += records.length;
     } else {
-      const { keys, values } = this.rocks.scan({ gte: logKey(position), lt: spaceEnd(SPACE.LOG), limit: count });
-      records = keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]));
+      records = this.decode(this.spaces.forward(position, count, undefined, skipSystem));
       this.counters.notCachedRecord += records.length;
     }
     const last = records[records.length - 1];
-    const nextPosition = last ? last.position + last.size : Math.max(position, 0);
+    let nextPosition = last ? last.position + last.size : Math.max(position, 0);
     // Fewer records than asked: the end of the log (which a scavenge point may leave at a chunk
-    // boundary, past the last record).
-    return { records, nextPosition, isEnd: records.length < count || nextPosition >= this.checkpoint.nextPosition };
+    // boundary, past the last record); for a reader of LOG alone, the end of the user records.
+    const isEnd = records.length < count || nextPosition >= this.checkpoint.nextPosition;
+    if (!skipSystem) return { records, nextPosition, isEnd };
+    if (isEnd) nextPosition = Math.max(nextPosition, this.checkpoint.nextPosition);
+    return { ...withoutSystemRecords(records, position, nextPosition), nextPosition, isEnd };
   }
 
   /** Records before `position`, newest first. */
   readAllBackward(position: number, count: number): AllPage {
-    const { keys, values } = this.rocks.scan({ gte: logKey(0), lt: logKey(position), limit: count, reverse: true });
-    const records = keys.map((k, i) => decodeRecord(positionOfLogKey(k), values[i]));
+    const records = this.decode(this.spaces.backward(position, count));
     this.counters.notCachedRecord += records.length;
     const oldest = records[records.length - 1];
     return { records, nextPosition: oldest ? oldest.position : 0, isEnd: records.length < count };
+  }
+
+  private decode({ positions, values }: LogRows): EventRecord[] {
+    return positions.map((p, i) => decodeRecord(p, values[i]));
   }
 
   get headPosition(): number {
@@ -232,7 +239,7 @@ export class Reader {
       this.counters.cachedRecord++;
       return cached;
     }
-    const bytes = this.rocks.get(logKey(position));
+    const bytes = this.spaces.get(position, streamId);
     if (!bytes) return undefined; // removed by a scavenge since the index was read
     this.counters.notCachedRecord++;
     return decodeRecord(position, bytes);
@@ -251,7 +258,7 @@ export class Reader {
     const records: (EventRecord | undefined)[] = positions.map((p) => this.tail.get(p));
     const missing = positions.filter((_, i) => records[i] === undefined);
     if (missing.length > 0) {
-      const fetched = this.rocks.getMany(missing.map(logKey));
+      const fetched = this.spaces.getMany(missing, streamId);
       for (let i = 0, j = 0; i < records.length; i++) {
         if (records[i] !== undefined) continue;
         const bytes = fetched[j++];
@@ -291,4 +298,23 @@ export function parseLinkTarget(data: Buffer): { eventNumber: number; streamId: 
   const eventNumber = Number(text.slice(0, at));
   if (!Number.isSafeInteger(eventNumber) || eventNumber < 0) return undefined;
   return { eventNumber, streamId: text.slice(at + 1) };
+}
+
+/**
+ * The records of a forward page in [from, to) without those of system streams (below the split,
+ * they are in LOG with the others), and the log bytes between those kept: before each one, and
+ * after the last up to `to`.
+ */
+function withoutSystemRecords(records: EventRecord[], from: number, to: number): { records: EventRecord[]; gaps: number[] } {
+  const kept: EventRecord[] = [];
+  const gaps: number[] = [];
+  let end = Math.max(from, 0);
+  for (const r of records) {
+    if (isSystemRecordStream(r.streamId)) continue;
+    gaps.push(Math.max(0, r.position - end));
+    kept.push(r);
+    end = r.position + r.size;
+  }
+  gaps.push(Math.max(0, to - end));
+  return { records: kept, gaps };
 }

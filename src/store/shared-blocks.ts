@@ -1,6 +1,5 @@
-import type { Rocks } from './rocks.js';
 import { decodeRecord, inSystemStream, type EventRecord } from './record.js';
-import { logKey, positionOfLogKey } from './keys.js';
+import type { LogSpaces } from './log-spaces.js';
 
 // The log read once for many readers. Projections catching up read the same records: twenty of
 // them near the same place in the log each scanned RocksDB (~3 µs a row through the binding) and
@@ -23,6 +22,9 @@ import { logKey, positionOfLogKey } from './keys.js';
 // slowest member: when the catch-up of all of them would end anyway, with the log read once
 // (measured, 20 projections over 100,000 events: the log read ~6 times over and 21 s without the
 // convoy, once and 11 s with it).
+// Readers that skip system streams (queries over $all) read blocks of the user records only
+// (log-spaces.ts); the others, blocks of the whole log. The two kinds are cached side by side,
+// and a reader waits only for slower readers of its own kind.
 
 /** Log bytes per block: ~3,000 records of ~170 bytes, one RocksDB scan of a few ms. */
 export const BLOCK_BYTES = 512 * 1024;
@@ -40,7 +42,7 @@ interface Block {
   positions: Float64Array;
   /** Offset of each record in `data`, and the end. */
   offsets: Uint32Array;
-  /** 1 where the record is in a stream a `fromAll` source skips (inSystemStream). */
+  /** 1 where the record is in a stream a `fromAll` source skips (inSystemStream): in LOG, only below the split. */
   system: Uint8Array;
   data: Buffer;
   bytes: number;
@@ -67,16 +69,16 @@ export interface SharedBlockCounters {
 }
 
 export class SharedBlocks {
-  /** Block number -> block. */
+  /** Block key (blockKey: number and kind) -> block. */
   private readonly blocks = new Map<number, Block>();
   private bytes = 0;
-  /** Each reader: the position it reads next, and when it last read (performance.now()). */
-  private readonly readers = new Map<object, { position: number; at: number }>();
+  /** Each reader: the position it reads next, when it last read (performance.now()), and its kind of block. */
+  private readonly readers = new Map<object, { position: number; at: number; userOnly: boolean }>();
   /** Readers waiting in the convoy, woken when a reader moves to another block or leaves. */
   private waiters: (() => void)[] = [];
   readonly counters: SharedBlockCounters = { hits: 0, reads: 0 };
 
-  constructor(private readonly rocks: Rocks, private readonly capacityBytes: number) {}
+  constructor(private readonly spaces: LogSpaces, private readonly capacityBytes: number) {}
 
   /**
    * Up to `count` records from `position` on, from the blocks that end at or below `head` (the
@@ -88,29 +90,28 @@ export class SharedBlocks {
     const gaps: number[] | undefined = skipSystem ? [] : undefined;
     const result: SharedRead = { records: out, gaps, scanned: 0, nextPosition: position };
     if (this.capacityBytes <= 0) return result;
-    if (reader) this.register(reader, position, performance.now());
-    let gap = 0;
+    if (reader) this.register(reader, position, performance.now(), skipSystem);
+    // The end of the last record handed out (or the start): a gap is what lies between two.
+    let end = Math.max(0, position);
     let scanned = 0;
     for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); scanned < count && (b + 1) * BLOCK_BYTES <= head; b++) {
-      const block = this.block(b);
-      let i = scanned === 0 ? firstAtOrAfter(block.positions, position) : 0;
+      const block = this.block(b, skipSystem);
+      let i = firstAtOrAfter(block.positions, result.nextPosition);
       const { positions, offsets, data, system } = block;
       for (; i < positions.length && scanned < count; i++) {
         scanned++;
         result.nextPosition = positions[i] + offsets[i + 1] - offsets[i];
         // A reader that skips system streams never decodes their records.
-        if (gaps && system[i] === 1) {
-          gap += offsets[i + 1] - offsets[i];
-          continue;
-        }
-        if (gaps) {
-          gaps.push(gap);
-          gap = 0;
-        }
+        if (gaps && system[i] === 1) continue;
+        if (gaps) gaps.push(positions[i] - end);
+        end = result.nextPosition;
         out.push(decodeRecord(positions[i], data, offsets[i], offsets[i + 1]));
       }
+      // A block read to its end: the next read starts at the next block (or after a record
+      // reaching into it); a block of user records may hold none, where only system records are.
+      if (i === positions.length) result.nextPosition = Math.max(result.nextPosition, (b + 1) * BLOCK_BYTES);
     }
-    gaps?.push(gap);
+    gaps?.push(Math.max(0, result.nextPosition - end));
     result.scanned = scanned;
     this.counters.hits += scanned;
     return result;
@@ -123,26 +124,26 @@ export class SharedBlocks {
    * slowest of those needs sooner than this one. Readers in the lowest block never wait, nor do
    * readers near the head.
    */
-  mustWait(reader: object, position: number, head: number): boolean {
+  mustWait(reader: object, position: number, head: number, skipSystem = false): boolean {
     const now = performance.now();
-    this.register(reader, position, now);
+    this.register(reader, position, now, skipSystem);
     if (this.capacityBytes <= 0) return false;
     // Near the head a reader follows the live log: it never waits for one catching up behind it.
     if (head - position < LIVE_BYTES) return false;
     // A read of a page (a few thousand records) reaches into the next block at most.
     const current = Math.floor(Math.max(0, position) / BLOCK_BYTES);
     let b = current;
-    if (this.blocks.has(b)) b++;
-    if (this.blocks.has(b) || (b + 1) * BLOCK_BYTES > head || this.bytes + BLOCK_BYTES <= this.capacityBytes) return false;
+    if (this.blocks.has(blockKey(b, skipSystem))) b++;
+    if (this.blocks.has(blockKey(b, skipSystem)) || (b + 1) * BLOCK_BYTES > head || this.bytes + BLOCK_BYTES <= this.capacityBytes) return false;
     let slowest = Infinity;
-    for (const [other, { position: at, at: when }] of this.readers) {
-      if (other !== reader && now - when < INACTIVE_MS && at < current * BLOCK_BYTES && at < slowest) slowest = at;
+    for (const [other, { position: at, at: when, userOnly }] of this.readers) {
+      if (other !== reader && userOnly === skipSystem && now - when < INACTIVE_MS && at < current * BLOCK_BYTES && at < slowest) slowest = at;
     }
     if (slowest === Infinity) return false; // nobody behind: the slowest reader never waits
     // The block that would make room goes if the slowest reader needs it later than this one (or
     // never: every reader has passed it); if it needs it sooner, reading on would push out a block
     // it is about to read, and this reader waits.
-    const victim = this.victim(b);
+    const victim = this.victim(blockKey(b, skipSystem));
     return victim !== undefined && victim.distance <= b * BLOCK_BYTES - slowest;
   }
 
@@ -165,9 +166,9 @@ export class SharedBlocks {
     if (this.readers.delete(reader)) this.wake();
   }
 
-  private register(reader: object, position: number, now: number): void {
+  private register(reader: object, position: number, now: number, userOnly: boolean): void {
     const known = this.readers.get(reader);
-    this.readers.set(reader, { position, at: now });
+    this.readers.set(reader, { position, at: now, userOnly });
     if (known === undefined || Math.floor(known.position / BLOCK_BYTES) !== Math.floor(position / BLOCK_BYTES)) this.wake();
   }
 
@@ -180,9 +181,9 @@ export class SharedBlocks {
 
   /** Drops the blocks holding positions up to `position` (a scavenge removed records there). */
   forgetThrough(position: number): void {
-    for (const [b, block] of this.blocks) {
-      if (b * BLOCK_BYTES > position) continue;
-      this.blocks.delete(b);
+    for (const [key, block] of this.blocks) {
+      if (blockNumber(key) * BLOCK_BYTES > position) continue;
+      this.blocks.delete(key);
       this.bytes -= block.bytes;
     }
   }
@@ -193,56 +194,68 @@ export class SharedBlocks {
    */
   private victim(keep: number): { block: number; distance: number } | undefined {
     const now = performance.now();
+    for (const [reader, { at }] of this.readers) if (now - at > INACTIVE_MS) this.readers.delete(reader);
     let victim: number | undefined;
     let furthest = -1;
-    for (const b of this.blocks.keys()) {
-      if (b === keep) continue;
-      const start = b * BLOCK_BYTES;
+    for (const key of this.blocks.keys()) {
+      if (key === keep) continue;
+      const start = blockNumber(key) * BLOCK_BYTES;
+      const userOnly = isUserBlock(key);
       let distance = Infinity;
-      for (const [reader, { position, at }] of this.readers) {
-        if (now - at > INACTIVE_MS) {
-          this.readers.delete(reader);
-          continue;
-        }
-        if (position < start + BLOCK_BYTES) distance = Math.min(distance, Math.max(0, start - position));
+      for (const { position, userOnly: kind } of this.readers.values()) {
+        if (kind === userOnly && position < start + BLOCK_BYTES) distance = Math.min(distance, Math.max(0, start - position));
       }
       if (distance > furthest) {
         furthest = distance;
-        victim = b;
+        victim = key;
+        if (distance === Infinity) break; // a block every reader has passed: none goes later
       }
     }
     return victim === undefined ? undefined : { block: victim, distance: furthest };
   }
 
-  private block(b: number): Block {
-    const cached = this.blocks.get(b);
+  /** Block `b` of the user records (`userOnly`) or of the whole log, read if not cached. */
+  private block(b: number, userOnly: boolean): Block {
+    const key = blockKey(b, userOnly);
+    const cached = this.blocks.get(key);
     if (cached) return cached;
-    const { keys, values } = this.rocks.scan({ gte: logKey(b * BLOCK_BYTES), lt: logKey((b + 1) * BLOCK_BYTES) });
-    const positions = new Float64Array(keys.length);
-    const offsets = new Uint32Array(keys.length + 1);
-    const system = new Uint8Array(keys.length);
+    const { positions: found, values } = this.spaces.forward(b * BLOCK_BYTES, undefined, (b + 1) * BLOCK_BYTES, userOnly);
+    const positions = Float64Array.from(found);
+    const offsets = new Uint32Array(found.length + 1);
+    const system = new Uint8Array(found.length);
     let end = 0;
-    for (let i = 0; i < keys.length; i++) {
-      positions[i] = positionOfLogKey(keys[i]);
+    for (let i = 0; i < found.length; i++) {
       offsets[i] = end;
       end += values[i].length;
       system[i] = inSystemStream(values[i], 0) ? 1 : 0;
     }
-    offsets[keys.length] = end;
+    offsets[found.length] = end;
     const data = Buffer.concat(values, end);
-    this.counters.reads += keys.length;
-    const block = { positions, offsets, data, system, bytes: BLOCK_OVERHEAD + end + keys.length * (RECORD_OVERHEAD + 1) };
-    const bytes = block.bytes;
-    this.blocks.set(b, block);
-    this.bytes += bytes;
+    this.counters.reads += found.length;
+    const block = { positions, offsets, data, system, bytes: BLOCK_OVERHEAD + end + found.length * (RECORD_OVERHEAD + 1) };
+    this.blocks.set(key, block);
+    this.bytes += block.bytes;
     while (this.bytes > this.capacityBytes) {
-      const victim = this.victim(b);
+      const victim = this.victim(key);
       if (victim === undefined) break;
       this.bytes -= this.blocks.get(victim.block)!.bytes;
       this.blocks.delete(victim.block);
     }
     return block;
   }
+}
+
+/** The cache key of block `b` of the user records or of the whole log. */
+function blockKey(b: number, userOnly: boolean): number {
+  return b * 2 + (userOnly ? 0 : 1);
+}
+
+function blockNumber(key: number): number {
+  return Math.floor(key / 2);
+}
+
+function isUserBlock(key: number): boolean {
+  return key % 2 === 0;
 }
 
 /** Index of the first of ascending `positions` at or after `position` (binary search). */

@@ -4,7 +4,8 @@ import type { CommitBus } from './bus.js';
 import type { ExpectedVersion } from './expected-version.js';
 import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
 import { decodeRecord, encodeRecord, type EventRecord, type RecordPayload } from './record.js';
-import { chunkTimesKey, eventIdKey, hintKey, indexKey, logKey, readU64, u64Value } from './keys.js';
+import { chunkTimesKey, eventIdKey, hintKey, indexKey, readU64, u64Value } from './keys.js';
+import type { LogSpaces } from './log-spaces.js';
 import { SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM } from './system-streams.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
@@ -70,6 +71,8 @@ export interface StreamWrite {
 
 export interface WriterDeps {
   rocks: Rocks;
+  /** Where each record goes: the log's key spaces. */
+  spaces: LogSpaces;
   /** The in-memory tail of the log, extended with every durable commit. */
   tail: LogTailCache;
   /** Decoded blocks of the log shared by projections: a removal drops those it removed from. */
@@ -152,13 +155,13 @@ class BatchBuilder {
   }
 
   /** The id of event `eventNumber` of the stream, whether written before or in this batch (undefined: not there). */
-  eventIdAt(info: StreamInfo, eventNumber: number): Buffer | undefined {
+  eventIdAt(streamId: string, info: StreamInfo, eventNumber: number): Buffer | undefined {
     for (let i = this.records.length - 1; i >= 0; i--) {
       const r = this.records[i];
       if (r.eventNumber === eventNumber && !r.tombstone && this.info(r.streamId)?.streamNumber === info.streamNumber) return r.eventId;
     }
     const position = this.deps.rocks.get(indexKey(info.streamNumber, eventNumber));
-    const bytes = position && this.deps.rocks.get(logKey(readU64(position, 0)));
+    const bytes = position && this.deps.spaces.get(readU64(position, 0), streamId);
     return bytes ? decodeRecord(readU64(position, 0), bytes).eventId : undefined;
   }
 
@@ -185,7 +188,7 @@ class BatchBuilder {
     if (bytes.length > room && bytes.length <= this.deps.chunkSize) position += room;
     assert(position >= this.position, 'log positions strictly increase');
     this.position = position + bytes.length;
-    this.logOps.push([logKey(position), bytes]);
+    this.logOps.push([this.deps.spaces.key(position, streamId), bytes]);
     // What a scavenge's accumulation needs without reading the whole log: where the metastream
     // records and tombstones are, and each chunk's time range.
     if (tombstone || isMetastream(streamId)) this.ops.push([hintKey(position), EMPTY]);
@@ -434,7 +437,7 @@ export class Writer {
     const ops: BatchOp[] = [];
     let highest = -1;
     for (const r of records) {
-      ops.push([logKey(r.position)]);
+      ops.push([this.deps.spaces.key(r.position, r.streamId)]);
       highest = Math.max(highest, r.position);
       if (r.tombstone) continue;
       if (isMetastream(r.streamId)) ops.push([hintKey(r.position)]);
@@ -648,7 +651,7 @@ export class Writer {
     if (first === undefined || (at !== undefined && first !== at)) return undefined;
     if (b.positionOf(info, first) < 0) return undefined; // a scavenge removed that write: its id is free again
     for (let i = 1; i < events.length; i++) {
-      if (!b.eventIdAt(info, first + i)?.equals(events[i].eventId)) throw new WrongExpectedVersionError(streamId, current);
+      if (!b.eventIdAt(streamId, info, first + i)?.equals(events[i].eventId)) throw new WrongExpectedVersionError(streamId, current);
     }
     return {
       firstEventNumber: first, lastEventNumber: first + events.length - 1,
