@@ -5,6 +5,7 @@ import {
 import type { BatchOutcome, ChangedPartition, EmittedEvent, StoredPartition } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
+import { StreamSourceReader } from './stream-source.js';
 import { eventFilterOf, type EventFilter } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
 import type { PersistedProjection } from './model.js';
@@ -99,6 +100,8 @@ export class Projection {
 
   private engine: Engine | undefined;
   private filter: EventFilter | undefined;
+  /** Reads a query's named streams or categories (streamSource), made at the first read of a run. */
+  private sourceReader: StreamSourceReader | undefined;
   /** The root partition ('', the state of an unpartitioned query and the shared state of a bi-state one). */
   private root: PartitionValue | undefined;
   /** Every partition, kept only by a run without checkpoints (nothing to read them back from). */
@@ -215,6 +218,7 @@ export class Projection {
       }, root ? { '': [root.state, root.result] } : {}, this.checkpoints ? this.limits.partitionCache : 0);
       this.engine = engine;
       this.definition = engine.definition;
+      this.sourceReader = undefined;
       this.filter = eventFilterOf(engine.definition);
       this.root = root;
       this.all = this.checkpoints ? undefined : new Map();
@@ -284,10 +288,18 @@ export class Projection {
     return !this.engine?.select && this.definition!.allStreams;
   }
 
+  /** A query over named streams or categories reads them through the stream index, not the log. */
+  private streamSource(): StreamSourceReader | undefined {
+    const def = this.definition!;
+    if (this.engine?.select || def.allStreams) return undefined;
+    return (this.sourceReader ??= new StreamSourceReader(this.store, [...def.streams, ...def.categories.map((c) => `$ce-${c}`)]));
+  }
+
   /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
   private prepare(position: number): PreparedBatch {
     const size = this.engine?.readBatchSize ?? READ_BATCH;
-    const page = this.store.readAllForward(position, size, this, this.skipsSystem);
+    const source = this.streamSource();
+    const page = source ? source.read(position, size) : this.store.readAllForward(position, size, this, this.skipsSystem);
     const { maxSelected, maxUnhandledBytes } = this.batchLimits();
     const selected: Selected[] = [];
     const positions: number[] = [];
@@ -352,7 +364,7 @@ export class Projection {
         const collectNow = this.checkpoints && this.handledSinceCheckpoint + batch.count >= this.persisted.config.checkpointHandledThreshold;
         const processing = engine.process(batch.encoded, collectNow, this.lookup);
         // While the sandbox works on this batch, read the next one.
-        if (!batch.caughtUp && !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition, this.skipsSystem)) {
+        if (!batch.caughtUp && (this.streamSource() || !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition, this.skipsSystem))) {
           next = this.prepare(batch.nextPosition);
           this.readsInProgress = 1;
           this.bufferedEvents += next.count;
@@ -472,6 +484,7 @@ export class Projection {
    */
   private async joinConvoy(position: number): Promise<void> {
     const until = performance.now() + CONVOY_WAIT_MS;
+    if (this.streamSource()) return; // it reads no shared blocks
     while (!this.stopRequested && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition, this.skipsSystem)) {
       await this.store.blocks.progress(50);
     }

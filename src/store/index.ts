@@ -271,6 +271,14 @@ export class Store {
     return value ? [value.readDoubleBE(0), value.readDoubleBE(8)] : undefined;
   }
 
+  /**
+   * The stream's records with event numbers in [from, to], oldest first, as stored: those a
+   * scavenge removed are missing, and no metadata applies (a reader applies it: isVisible).
+   */
+  storedRecords(streamId: string, from: number, to: number): EventRecord[] {
+    return this.reader.storedRecords(streamId, from, to);
+  }
+
   /** A stream's index entries with event numbers in [from, to], oldest first, at most `limit`. */
   indexEntries(streamId: string, from: number, to: number, limit: number): { eventNumber: number; position: number }[] {
     const info = this.streams.get(streamId);

@@ -190,6 +190,12 @@ export class Reader {
     return { ...withoutSystemRecords(records, position, nextPosition), nextPosition, isEnd };
   }
 
+  /** The stream's records with event numbers in [from, to] as stored, whatever a read would show of them. */
+  storedRecords(streamId: string, from: number, to: number): EventRecord[] {
+    const info = this.streams.get(streamId);
+    return info && from <= to ? this.recordsBetween(streamId, info, from, to, false) : [];
+  }
+
   /** Records before `position`, newest first. */
   readAllBackward(position: number, count: number): AllPage {
     const records = this.decode(this.spaces.backward(position, count));
