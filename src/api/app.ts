@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
-import { ApiError, errorAnswer } from './errors.js';
+import { ApiError, badRequest, errorAnswer } from './errors.js';
 import { spellings } from './header-spellings.js';
 import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';
 import type { ApiContext } from './context.js';
@@ -79,6 +79,13 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     const result = await ctx.users.authenticate(authorization);
     if (!result.ok) throw new ApiError('BAD_CREDENTIALS');
     req.principal = result.principal;
+  });
+
+  // Every query parameter is one value: a repeated one (`?embed=a&embed=b`) would reach the
+  // handlers as an array where they read a string.
+  app.addHook('onRequest', async (req) => {
+    const repeated = Object.entries(req.query as Record<string, unknown>).find(([, value]) => Array.isArray(value));
+    if (repeated) throw badRequest(`The query parameter '${repeated[0]}' is given more than once.`);
   });
 
   // While shutting down, every answer closes its connection, so keep-alive clients cannot hold
