@@ -7,7 +7,7 @@ import { OPTIONS, type Config, type ConfigSource, type LoadedConfig, type Option
 import { Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
-import { buildApp, markDraining } from './api/app.js';
+import { buildApp, markDraining, routesOf, type Route } from './api/app.js';
 import type { NodeControl, ReloadOutcome } from './api/context.js';
 import { childLogger, createLogger, setLogLevel } from './logger.js';
 import { StatsCollector } from './stats/collector.js';
@@ -28,6 +28,8 @@ export interface RunningNode {
   readonly port: number;
   readonly store: Store;
   readonly log: Logger;
+  /** Every method and URL template the HTTP API answers. */
+  readonly routes: readonly Route[];
   close(): Promise<void>;
   /** Re-reads the configuration sources; applies the log level and certificates, or keeps the old ones. */
   reload(): Promise<ReloadOutcome>;
@@ -169,7 +171,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,
     ...(certificates ? { certificate: certificates.subject, thumbprint: certificates.thumbprint } : {}) },
   `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);
-  return { url, port, store, log, close, reload };
+  return { url, port, store, log, routes: routesOf(app), close, reload };
 }
 
 /** Options a reload applies; the others (paths, ports...) take effect at the next start. */

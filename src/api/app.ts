@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
-import { ApiError, errorAnswer } from './errors.js';
+import { ApiError, badRequest, errorAnswer } from './errors.js';
 import { spellings } from './header-spellings.js';
 import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';
 import type { ApiContext } from './context.js';
@@ -25,6 +25,19 @@ const EXPOSE_HEADERS = ['Location', ...['Position', 'CurrentVersion'].flatMap(sp
 
 const draining = new WeakSet<FastifyInstance>();
 
+/** One method and URL template the API answers. */
+export interface Route {
+  readonly method: string;
+  readonly url: string;
+}
+
+const routeTables = new WeakMap<FastifyInstance, Route[]>();
+
+/** Every route of an app built by buildApp, in registration order (the HEAD twins fastify adds to GETs left out). */
+export function routesOf(app: FastifyInstance): readonly Route[] {
+  return routeTables.get(app) ?? [];
+}
+
 /** From now on responses close their connections; call before `app.close()`. */
 export function markDraining(app: FastifyInstance): void {
   draining.add(app);
@@ -41,6 +54,13 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     schemaErrorFormatter,
     ...(options.https ? { https: options.https } : {}),
   } as Record<string, unknown>) as unknown as FastifyInstance;
+
+  // The route table, for the tests and benches that must cover every route (an auth matrix, a soak).
+  const routes: Route[] = [];
+  routeTables.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push({ method, url: route.url });
+  });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -59,6 +79,13 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     const result = await ctx.users.authenticate(authorization);
     if (!result.ok) throw new ApiError('BAD_CREDENTIALS');
     req.principal = result.principal;
+  });
+
+  // Every query parameter is one value: a repeated one (`?embed=a&embed=b`) would reach the
+  // handlers as an array where they read a string.
+  app.addHook('onRequest', async (req) => {
+    const repeated = Object.entries(req.query as Record<string, unknown>).find(([, value]) => Array.isArray(value));
+    if (repeated) throw badRequest(`The query parameter '${repeated[0]}' is given more than once.`);
   });
 
   // While shutting down, every answer closes its connection, so keep-alive clients cannot hold

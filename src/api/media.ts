@@ -94,7 +94,7 @@ export function requestMediaType(req: FastifyRequest): string | undefined {
   const [type, ...params] = header.split(';');
   for (const p of params) {
     const [k, v] = p.trim().toLowerCase().split('=');
-    if (k === 'charset' && v.replace(/"/g, '') !== 'utf-8') return undefined;
+    if (k === 'charset' && (v ?? '').replace(/"/g, '') !== 'utf-8') return undefined; // `charset` without a value is no utf-8
   }
   return type.trim().toLowerCase();
 }

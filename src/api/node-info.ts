@@ -70,7 +70,8 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     let body: unknown = node.stats.collect();
     if (path.length > 0 && !grouped) throw badRequest('A statistics path cannot be combined with group=false.');
     for (const segment of path) {
-      if (typeof body !== 'object' || body === null || !(segment in body)) throw new ApiError('NOT_FOUND');
+      // Own members only: `/stats/constructor` is no statistic.
+      if (typeof body !== 'object' || body === null || !Object.hasOwn(body, segment)) throw new ApiError('NOT_FOUND');
       body = (body as Record<string, unknown>)[segment];
     }
     if (!grouped) body = flatten(body as Record<string, unknown>);

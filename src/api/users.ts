@@ -81,12 +81,17 @@ const GROUPS = member('Groups', {
 });
 const LOGIN = member('LoginName', { type: 'string', pattern: '^[^\\s/:]+$', errorMessage: 'LoginName must not contain spaces, slashes or colons.' });
 
+/** A password to set: no NUL, which the hash could not tell from its absence (see auth/password.ts). */
+function newPassword(name: string) {
+  return member(name, { type: 'string', pattern: '^[^\\u0000]*$', errorMessage: `${name} must not contain NUL characters.` });
+}
+
 const userBody = (...rules: object[]) => ({ type: 'object', allOf: rules });
 const BODIES = {
-  create: userBody(requiredString('LoginName'), LOGIN, requiredString('Password'), optionalString('FullName'), GROUPS),
+  create: userBody(requiredString('LoginName'), LOGIN, requiredString('Password'), newPassword('Password'), optionalString('FullName'), GROUPS),
   update: userBody(optionalString('FullName'), GROUPS),
-  resetPassword: userBody(requiredString('NewPassword')),
-  changePassword: userBody(requiredString('CurrentPassword'), requiredString('NewPassword')),
+  resetPassword: userBody(requiredString('NewPassword'), newPassword('NewPassword')),
+  changePassword: userBody(requiredString('CurrentPassword'), requiredString('NewPassword'), newPassword('NewPassword')),
 };
 
 /** Route hook: the account's own user only. */

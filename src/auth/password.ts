@@ -18,7 +18,17 @@ export async function hashPassword(password: string): Promise<PasswordHash> {
   return { salt: salt.toString('base64'), hash: hash.toString('base64') };
 }
 
+/**
+ * scrypt keys HMAC-SHA256 with the password, and HMAC pads short keys with zero bytes: 'pw' and
+ * 'pw\0' derive the same hash. A password holding NUL is therefore never a match (and the
+ * users API refuses to set one).
+ */
+export function hasNul(password: string): boolean {
+  return password.includes('\u0000');
+}
+
 export async function verifyPassword(password: string, stored: PasswordHash): Promise<boolean> {
+  if (hasNul(password)) return false;
   const expected = Buffer.from(stored.hash, 'base64');
   const actual = await derive(password, Buffer.from(stored.salt, 'base64'));
   return expected.length === actual.length && timingSafeEqual(expected, actual);

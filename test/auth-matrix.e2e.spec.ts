@@ -1,0 +1,420 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN, basic, EVENTS_JSON, eventually, http, newEvent, OPS, startTestNode, uniq, type TestNode } from './support/node.js';
+
+// Who may do what (issue 14), generated from the node's route table: every route the API
+// registers must have cases here (a new route without one fails the first test), and every case
+// runs as six principals: no credentials, a wrong password, a disabled user, an ordinary user in no
+// group, ops ($ops) and admin ($admins). Stream routes, subscription feeds and read-events run once
+// per kind of stream ACL. Bad credentials are 401 everywhere, every refusal is 401 (never 403),
+// and a refused call that could write leaves the log as it was ($all's head, read as admin).
+// Statuses: the seed where it names them, http-wire.md §5.3 for the roles it leaves open.
+
+type Who = 'anonymous' | 'wrong password' | 'disabled user' | 'user' | 'ops' | 'admin';
+const PRINCIPALS: readonly Who[] = ['anonymous', 'wrong password', 'disabled user', 'user', 'ops', 'admin'];
+/** What the four principals with valid (or no) credentials get; bad credentials always get 401. */
+type Statuses = Record<'anonymous' | 'user' | 'ops' | 'admin', number>;
+
+const everyone = (s: number): Statuses => ({ anonymous: s, user: s, ops: s, admin: s });
+const authenticated = (s: number): Statuses => ({ anonymous: 401, user: s, ops: s, admin: s });
+const opsOrAdmin = (s: number): Statuses => ({ anonymous: 401, user: 401, ops: s, admin: s });
+const adminOnly = (s: number): Statuses => ({ anonymous: 401, user: 401, ops: 401, admin: s });
+const userAndAdmin = (s: number): Statuses => ({ anonymous: 401, user: s, ops: 401, admin: s });
+const nobody: Statuses = everyone(401);
+
+interface Call {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+interface Case {
+  name: string;
+  expect: Statuses;
+  /** The request `who` sends (it may first create, as admin, the fresh thing it acts on). */
+  call: (who: Who) => Promise<Call> | Call;
+  /** After an accepted call: waits for the work it started to finish, so later checks see a quiet log. */
+  settle?: (call: Call) => Promise<void>;
+  /** Accepted calls go to a node of their own (the call stops the node). */
+  ownNode?: boolean;
+}
+
+const enc = encodeURIComponent;
+const ATOM_JSON = 'application/vnd.eventstore.atom+json';
+const COMPETING_JSON = 'application/vnd.eventstore.competingatom+json';
+const JSON_TYPE = 'application/json';
+const QUIET_QUERY = (stream: string) => `fromStream('${stream}').when({ $any: function (s, e) { return s; } })`;
+
+let t: TestNode;
+const USER = uniq('reader');
+const USER_PASSWORD = 'reader-pw';
+const DISABLED = uniq('gone');
+/** An account no principal of the matrix is. */
+const OTHER = uniq('other');
+const PASSWORD = { user: USER_PASSWORD, ops: 'changeit', admin: 'changeit' };
+
+function authorization(who: Who): string {
+  switch (who) {
+    case 'anonymous': return '';
+    case 'wrong password': return basic(USER, 'not-the-password');
+    case 'disabled user': return basic(DISABLED, 'gone-pw');
+    case 'user': return basic(USER, USER_PASSWORD);
+    case 'ops': return OPS;
+    case 'admin': return ADMIN;
+  }
+}
+
+function loginOf(who: Who): string {
+  return who === 'ops' || who === 'admin' ? who : who === 'disabled user' ? DISABLED : USER;
+}
+
+function send(node: TestNode, who: Who, c: Call): Promise<Response> {
+  return http(node, c.path, { method: c.method, authorization: authorization(who), headers: c.headers, body: c.body });
+}
+
+async function asAdmin(c: Call, expected: number): Promise<Response> {
+  const res = await send(t, 'admin', c);
+  expect(res.status, `setup ${c.method} ${c.path}: ${await res.clone().text()}`).toBe(expected);
+  return res;
+}
+
+const jsonPost = (path: string, doc: unknown, method = 'POST'): Call =>
+  ({ method, path, headers: { 'Content-Type': JSON_TYPE }, body: JSON.stringify(doc) });
+const appendCall = (stream: string, events: unknown[]): Call =>
+  ({ method: 'POST', path: `/streams/${enc(stream)}`, headers: { 'Content-Type': EVENTS_JSON }, body: JSON.stringify(events) });
+
+/** The log's head position, read from $all as admin. */
+async function allHead(): Promise<string> {
+  const res = await http(t, '/streams/%24all/head/backward/1', { headers: { Accept: ATOM_JSON } });
+  expect(res.status).toBe(200);
+  const feed = await res.json();
+  return feed.links.find((l: { relation: string }) => l.relation === 'previous').uri;
+}
+
+// ---- Fixtures: streams by ACL kind, users, projections, subscription groups. ----
+
+type AclKind = 'open' | 'admins only' | 'granted to the user' | 'system stream';
+const ACL_KINDS: readonly AclKind[] = ['open', 'admins only', 'granted to the user', 'system stream'];
+const ACL_STATUSES: Record<AclKind, (s: number) => Statuses> = {
+  open: authenticated, 'admins only': adminOnly, 'granted to the user': userAndAdmin, 'system stream': adminOnly,
+};
+
+function metadataOf(kind: AclKind): Record<string, unknown> {
+  const roles = kind === 'admins only' ? '$admins' : kind === 'granted to the user' ? [USER] : undefined;
+  return roles ? { $acl: { $r: roles, $w: roles, $d: roles, $mr: roles, $mw: roles } } : { note: kind };
+}
+
+/** A new stream of that kind with one event and one metadata event. */
+async function newStream(kind: AclKind): Promise<string> {
+  const stream = uniq(kind === 'system stream' ? '$matrix' : 'matrix');
+  await asAdmin(appendCall(stream, [newEvent('Created')]), 201);
+  await asAdmin(appendCall(`$$${stream}`, [newEvent('$metadata', metadataOf(kind))]), 201);
+  return stream;
+}
+
+/** The shared stream of each kind, and a subscription group on an event-less stream of each kind. */
+const streams = {} as Record<AclKind, string>;
+const groups = {} as Record<AclKind, { stream: string; group: string }>;
+let continuous: string;
+let transient: string;
+
+async function newUser(): Promise<string> {
+  const login = uniq('spare');
+  await asAdmin(jsonPost('/users/', { loginName: login, password: 'spare-pw', groups: [] }), 201);
+  return login;
+}
+
+async function newProjection(mode: 'continuous' | 'transient'): Promise<string> {
+  const name = uniq(`matrix-${mode}`);
+  await asAdmin({ method: 'POST', path: `/projections/${mode}?name=${name}&enabled=no`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY(uniq('none')) }, 201);
+  return name;
+}
+
+async function newGroup(stream: string): Promise<string> {
+  const group = uniq('g');
+  await asAdmin({ method: 'PUT', path: `/subscriptions/${enc(stream)}/${group}` }, 200);
+  return group;
+}
+
+async function setUp(): Promise<void> {
+  await asAdmin(jsonPost('/users/', { loginName: USER, password: USER_PASSWORD, groups: [] }), 201);
+  await asAdmin(jsonPost('/users/', { loginName: DISABLED, password: 'gone-pw', groups: [] }), 201);
+  await asAdmin({ method: 'POST', path: `/users/${DISABLED}/command/disable` }, 200);
+  await asAdmin(jsonPost('/users/', { loginName: OTHER, password: 'other-pw', groups: [] }), 201);
+  for (const kind of ACL_KINDS) {
+    streams[kind] = await newStream(kind);
+    const stream = uniq(kind === 'system stream' ? '$sub' : 'sub');
+    await asAdmin(appendCall(`$$${stream}`, [newEvent('$metadata', metadataOf(kind))]), 201);
+    groups[kind] = { stream, group: await newGroup(stream) };
+  }
+  continuous = await newProjection('continuous');
+  transient = await newProjection('transient');
+}
+
+// ---- The cases, by route. ----
+
+/** One case per ACL kind, `path` built from that kind's shared stream (or a fresh one with `fresh`). */
+function byAcl(success: number, call: (stream: string, kind: AclKind) => Call, fresh = false): Case[] {
+  return ACL_KINDS.map((kind) => ({
+    name: `${kind} stream`,
+    expect: ACL_STATUSES[kind](success),
+    call: async () => call(fresh ? await newStream(kind) : streams[kind], kind),
+  }));
+}
+
+/** The same on subscription groups, whose stream carries the ACL. */
+function byGroupAcl(success: number, call: (base: string) => Call): Case[] {
+  return ACL_KINDS.map((kind) => ({
+    name: `group on a ${kind} stream`,
+    expect: ACL_STATUSES[kind](success),
+    call: () => call(`/subscriptions/${enc(groups[kind].stream)}/${groups[kind].group}`),
+  }));
+}
+
+const one = (name: string, expected: Statuses, call: Case['call'], more: Partial<Case> = {}): Case[] =>
+  [{ name, expect: expected, call, ...more }];
+const get = (path: string, accept = JSON_TYPE): Call => ({ method: 'GET', path, headers: { Accept: accept } });
+const feed = (path: string) => get(path, ATOM_JSON);
+const messageId = () => randomUUID();
+
+/** Waits until a scavenge started by the call has finished (it writes its history meanwhile). */
+async function scavengeFinished(): Promise<void> {
+  await eventually(async () => {
+    const res = await http(t, '/admin/scavenge/current');
+    expect((await res.json()).scavengeId).toBe('');
+  }, 20_000);
+}
+
+/** Disables (as admin) a projection a call enabled, so it writes nothing more. */
+async function disableAgain(call: Call): Promise<void> {
+  const base = call.path.replace(/\/command\/enable.*$/, '');
+  await asAdmin({ method: 'POST', path: `${base}/command/disable` }, 200);
+  await eventually(async () => expect((await (await http(t, base)).json()).status).toMatch(/^(Stopped|Completed)/));
+}
+
+function projectionCommand(command: string): Case[] {
+  const settle = command === 'enable' ? disableAgain : undefined;
+  return [
+    { name: 'continuous projection', expect: opsOrAdmin(200), settle,
+      call: async () => ({ method: 'POST', path: `/projection/${await newProjection('continuous')}/command/${command}` }) },
+    { name: 'transient projection', expect: authenticated(200), settle,
+      call: async () => ({ method: 'POST', path: `/projection/${await newProjection('transient')}/command/${command}` }) },
+  ];
+}
+
+const MATRIX: Record<string, Case[]> = {
+  'OPTIONS *': one('any path', everyone(200), () => ({ method: 'OPTIONS', path: `/streams/${streams.open}` })),
+
+  // Streams (seed: Streams; http-wire §3, §4.2).
+  'POST /streams/:stream': [
+    ...byAcl(201, (s) => appendCall(s, [newEvent('Appended')])),
+    ...one('$all', nobody, () => appendCall('$all', [newEvent('Appended')])),
+  ],
+  'POST /streams/:stream/incoming/:guid': byAcl(200, (s) => ({
+    method: 'POST', path: `/streams/${enc(s)}/incoming/${randomUUID()}`,
+    headers: { 'Content-Type': JSON_TYPE, 'ES-EventType': 'Appended' }, body: '{"by":"incoming"}',
+  })),
+  'POST /streams/:stream/metadata': byAcl(201, (s, kind) => ({
+    method: 'POST', path: `/streams/${enc(s)}/metadata`, headers: { 'Content-Type': EVENTS_JSON },
+    body: JSON.stringify([newEvent('$metadata', { ...metadataOf(kind), touched: true })]),
+  })),
+  'DELETE /streams/:stream': [
+    ...byAcl(204, (s) => ({ method: 'DELETE', path: `/streams/${enc(s)}` }), true),
+    ...one('$all', nobody, () => ({ method: 'DELETE', path: '/streams/%24all' })),
+  ],
+  'GET /streams/:stream/': one('trailing slash', everyone(307), () => get(`/streams/${streams.open}/`)),
+  'POST /streams/:stream/': one('trailing slash', everyone(307), () => ({ ...appendCall(streams.open, [newEvent('Appended')]), path: `/streams/${streams.open}/` })),
+  'DELETE /streams/:stream/': one('trailing slash', everyone(307), () => ({ method: 'DELETE', path: `/streams/${streams.open}/` })),
+  'GET /streams/:stream/metadata/': one('trailing slash', everyone(307), () => get(`/streams/${streams.open}/metadata/`)),
+  'POST /streams/:stream/metadata/': one('trailing slash', everyone(307), () => ({
+    method: 'POST', path: `/streams/${streams.open}/metadata/`, headers: { 'Content-Type': EVENTS_JSON },
+    body: JSON.stringify([newEvent('$metadata', { note: 'redirected' })]),
+  })),
+  'GET /streams/:stream': [
+    ...byAcl(200, (s) => feed(`/streams/${enc(s)}`)),
+    ...one('$all', adminOnly(200), () => feed('/streams/%24all')),
+  ],
+  'GET /streams/:stream/metadata': byAcl(200, (s) => get(`/streams/${enc(s)}/metadata`)),
+  // Metastreams keep their latest event only: the cases above have written more than one.
+  'GET /streams/:stream/metadata/:event': byAcl(200, (s) => get(`/streams/${enc(s)}/metadata/head`)),
+  'GET /streams/:stream/:event': [
+    ...byAcl(200, (s) => feed(`/streams/${enc(s)}/0`)),
+    // $all has no single events: 404 before any check (http-wire §3.11 gives no status for it).
+    ...one('$all', everyone(404), () => feed('/streams/%24all/0')),
+  ],
+  'GET /streams/:stream/:event/:count': [
+    ...byAcl(200, (s) => feed(`/streams/${enc(s)}/0/20`)),
+    ...one('$all', adminOnly(200), () => feed('/streams/%24all/head/20')),
+  ],
+  'GET /streams/:stream/:event/backward/:count': [
+    ...byAcl(200, (s) => feed(`/streams/${enc(s)}/head/backward/20`)),
+    ...one('$all', adminOnly(200), () => feed('/streams/%24all/head/backward/20')),
+  ],
+  'GET /streams/:stream/:event/forward/:count': [
+    ...byAcl(200, (s) => feed(`/streams/${enc(s)}/0/forward/20`)),
+    ...one('$all', adminOnly(200), () => feed(`/streams/%24all/${'0'.repeat(32)}/forward/20`)),
+  ],
+
+  // Users (seed: Users, Authentication 7; http-wire §5.3, §5.5).
+  'GET /users': one('list', adminOnly(200), () => get('/users')),
+  'GET /users/': one('list', adminOnly(200), () => get('/users/')),
+  'POST /users': one('create', adminOnly(201), () => jsonPost('/users', { loginName: uniq('new'), password: 'pw', groups: [] })),
+  'POST /users/': one('create', adminOnly(201), () => jsonPost('/users/', { loginName: uniq('new'), password: 'pw', groups: [] })),
+  'GET /users/:login': [
+    ...one('another account', adminOnly(200), () => get(`/users/${OTHER}`)),
+    ...one('own account', authenticated(200), (who) => get(`/users/${loginOf(who)}`)),
+    ...one('$current', authenticated(200), () => get('/users/%24current')),
+  ],
+  'PUT /users/:login': one('another account', adminOnly(200), async () => jsonPost(`/users/${await newUser()}`, { fullName: 'Renamed' }, 'PUT')),
+  'DELETE /users/:login': one('another account', adminOnly(204), async () => ({ method: 'DELETE', path: `/users/${await newUser()}` })),
+  'PUT /users/:login/command/enable': one('another account', adminOnly(200), async () => ({ method: 'PUT', path: `/users/${await newUser()}/command/enable` })),
+  'POST /users/:login/command/enable': one('another account', adminOnly(200), async () => ({ method: 'POST', path: `/users/${await newUser()}/command/enable` })),
+  'PUT /users/:login/command/disable': one('another account', adminOnly(200), async () => ({ method: 'PUT', path: `/users/${await newUser()}/command/disable` })),
+  'POST /users/:login/command/disable': one('another account', adminOnly(200), async () => ({ method: 'POST', path: `/users/${await newUser()}/command/disable` })),
+  'POST /users/:login/command/reset-password': one('another account', adminOnly(200), async () =>
+    jsonPost(`/users/${await newUser()}/command/reset-password`, { newPassword: 'reset-pw' })),
+  'POST /users/:login/command/change-password': [
+    // Changed to the same password, so the principal's credentials stay valid for the next cases.
+    ...one('own account', authenticated(200), (who) => jsonPost(`/users/${loginOf(who)}/command/change-password`,
+      { currentPassword: PASSWORD[who as keyof typeof PASSWORD] ?? 'unknown', newPassword: PASSWORD[who as keyof typeof PASSWORD] ?? 'unknown' })),
+    ...one('another account', nobody, async () => jsonPost(`/users/${await newUser()}/command/change-password`,
+      { currentPassword: 'spare-pw', newPassword: 'taken-over' })),
+  ],
+
+  // Node (seed: Admin and node; http-wire §5.3, §6).
+  'GET /info': one('info', everyone(200), () => get('/info')),
+  'GET /info/options': one('options', opsOrAdmin(200), () => get('/info/options')),
+  'GET /ping': one('ping', everyone(200), () => get('/ping')),
+  'GET /stats': one('stats', authenticated(200), () => get('/stats')),
+  'GET /stats/*': one('a subtree', authenticated(200), () => get('/stats/proc')),
+  'GET /gossip': one('gossip', everyone(200), () => get('/gossip')),
+  // A single node takes gossip from no one, whoever sends it (not an authorization refusal).
+  'POST /gossip': one('gossip', everyone(403), () => jsonPost('/gossip', { members: [] })),
+  'POST /admin/shutdown': one('shutdown', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/shutdown' }), { ownNode: true }),
+  'POST /admin/reloadconfig': one('reload', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/reloadconfig' })),
+
+  // Scavenge (seed: Authentication 4).
+  'POST /admin/scavenge': one('start', opsOrAdmin(200), () => jsonPost('/admin/scavenge', {}), { settle: scavengeFinished }),
+  'GET /admin/scavenge/current': one('current', opsOrAdmin(200), () => get('/admin/scavenge/current')),
+  'GET /admin/scavenge/last': one('last', opsOrAdmin(200), () => get('/admin/scavenge/last')),
+  'DELETE /admin/scavenge/:scavengeId': one('none running', opsOrAdmin(404), () => ({ method: 'DELETE', path: `/admin/scavenge/${randomUUID()}` })),
+  'POST /admin/mergeindexes': one('merge', opsOrAdmin(200), () => jsonPost('/admin/mergeindexes', {})),
+
+  // Projections (http-wire §8: non-transient writes need $ops or $admins).
+  'GET /projections/any': one('list', authenticated(200), () => get('/projections/any')),
+  'GET /projections/all-non-transient': one('list', authenticated(200), () => get('/projections/all-non-transient')),
+  'GET /projections/continuous': one('list', authenticated(200), () => get('/projections/continuous')),
+  'GET /projections/onetime': one('list', authenticated(200), () => get('/projections/onetime')),
+  'GET /projections/transient': one('list', authenticated(200), () => get('/projections/transient')),
+  'POST /projections/continuous': one('create', opsOrAdmin(201), () => ({
+    method: 'POST', path: `/projections/continuous?name=${uniq('c')}&enabled=no`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY('nothing'),
+  })),
+  'POST /projections/onetime': one('create', opsOrAdmin(201), () => ({
+    method: 'POST', path: `/projections/onetime?name=${uniq('o')}&enabled=no`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY('nothing'),
+  })),
+  'POST /projections/transient': one('create', authenticated(201), () => ({
+    method: 'POST', path: `/projections/transient?name=${uniq('t')}&enabled=no`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY('nothing'),
+  })),
+  'POST /projections/read-events': byAcl(200, (s) => jsonPost('/projections/read-events', { query: { streams: [s] }, maxEvents: 1 })),
+  'GET /projection/:name': one('continuous', authenticated(200), () => get(`/projection/${continuous}`)),
+  'GET /projection/:name/statistics': one('continuous', authenticated(200), () => get(`/projection/${continuous}/statistics`)),
+  'GET /projection/:name/state': one('continuous', authenticated(200), () => get(`/projection/${continuous}/state`)),
+  'GET /projection/:name/result': one('continuous', authenticated(200), () => get(`/projection/${continuous}/result`)),
+  'GET /projection/:name/query': one('continuous', authenticated(200), () => get(`/projection/${continuous}/query?config=yes`)),
+  'PUT /projection/:name/query': [
+    ...one('continuous', opsOrAdmin(200), () => ({ method: 'PUT', path: `/projection/${continuous}/query`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY('other') })),
+    ...one('transient', authenticated(200), () => ({ method: 'PUT', path: `/projection/${transient}/query`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY('other') })),
+  ],
+  'GET /projection/:name/config': one('continuous', opsOrAdmin(200), () => get(`/projection/${continuous}/config`)),
+  'PUT /projection/:name/config': one('continuous', opsOrAdmin(200), () => jsonPost(`/projection/${continuous}/config`, { checkpointAfterMs: 500 }, 'PUT')),
+  'POST /projection/:name/command/enable': projectionCommand('enable'),
+  'POST /projection/:name/command/disable': projectionCommand('disable'),
+  'POST /projection/:name/command/reset': projectionCommand('reset'),
+  'POST /projection/:name/command/abort': projectionCommand('abort'),
+  'DELETE /projection/:name': one('continuous', opsOrAdmin(204), async () => ({ method: 'DELETE', path: `/projection/${await newProjection('continuous')}` })),
+
+  // Persistent subscriptions (http-wire §5.3, §7; the seed's 200 for create).
+  'GET /subscriptions': one('list', authenticated(200), () => get('/subscriptions')),
+  'GET /subscriptions/:stream': one('a stream', authenticated(200), () => get(`/subscriptions/${groups.open.stream}`)),
+  'GET /subscriptions/:stream/:group/info': one('a group', authenticated(200), () => get(`/subscriptions/${groups.open.stream}/${groups.open.group}/info`)),
+  'PUT /subscriptions/:stream/:group': one('create', opsOrAdmin(200), () => jsonPost(`/subscriptions/${groups.open.stream}/${uniq('g')}`, {}, 'PUT')),
+  'POST /subscriptions/:stream/:group': one('update', opsOrAdmin(200), async () =>
+    jsonPost(`/subscriptions/${groups.open.stream}/${await newGroup(groups.open.stream)}`, { messageTimeoutMilliseconds: 5000 })),
+  'DELETE /subscriptions/:stream/:group': one('delete', opsOrAdmin(200), async () =>
+    ({ method: 'DELETE', path: `/subscriptions/${groups.open.stream}/${await newGroup(groups.open.stream)}` })),
+  'GET /subscriptions/:stream/:group': byGroupAcl(200, (base) => get(base, COMPETING_JSON)),
+  'GET /subscriptions/:stream/:group/:count': byGroupAcl(200, (base) => get(`${base}/5`, COMPETING_JSON)),
+  'POST /subscriptions/:stream/:group/ack/:messageid': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/ack/${messageId()}` })),
+  'POST /subscriptions/:stream/:group/ack': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/ack?ids=${messageId()},${messageId()}` })),
+  'POST /subscriptions/:stream/:group/nack/:messageid': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/nack/${messageId()}?action=park` })),
+  'POST /subscriptions/:stream/:group/nack': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/nack?ids=${messageId()}&action=retry` })),
+  'POST /subscriptions/:stream/:group/replayParked': one('a group', opsOrAdmin(200), () =>
+    ({ method: 'POST', path: `/subscriptions/${groups.open.stream}/${groups.open.group}/replayParked` })),
+};
+
+function expectedFor(c: Case, who: Who): number {
+  return who === 'wrong password' || who === 'disabled user' ? 401 : c.expect[who];
+}
+
+/** Sends an accepted shutdown to a node of its own, and sees the node stop answering. */
+async function onOwnNode(who: Who, c: Case, expected: number): Promise<void> {
+  const own = await startTestNode();
+  try {
+    const res = await send(own, who, await c.call(who));
+    expect(res.status, `${who}: ${await res.clone().text()}`).toBe(expected);
+    await eventually(async () => { await expect(fetch(`${own.url}/ping`)).rejects.toThrow(); }, 10_000);
+  } finally {
+    await own.dispose();
+  }
+}
+
+describe('auth matrix', () => {
+  beforeAll(async () => {
+    t = await startTestNode();
+    await setUp();
+  }, 30_000);
+  afterAll(async () => { await t?.dispose(); });
+
+  it('has cases for every route the node registers, and for no other', () => {
+    const registered = t.node.routes.map((r) => `${r.method} ${r.url}`);
+    expect(registered.length).toBeGreaterThan(70);
+    expect(registered.filter((key) => !(key in MATRIX)), 'routes without cases').toEqual([]);
+    expect(Object.keys(MATRIX).filter((key) => !registered.includes(key)), 'cases for no route').toEqual([]);
+  });
+
+  it('answers each principal on each route as the seed and the reference say', async () => {
+    let combinations = 0;
+    const failures: string[] = [];
+    for (const [route, cases] of Object.entries(MATRIX)) {
+      const writes = !route.startsWith('GET ') && !route.startsWith('OPTIONS ');
+      for (const c of cases) {
+        for (const who of PRINCIPALS) {
+          const expected = expectedFor(c, who);
+          const label = `${route} [${c.name}] as ${who}`;
+          combinations++;
+          if (c.ownNode && expected < 400) {
+            await onOwnNode(who, c, expected);
+            continue;
+          }
+          const call = await c.call(who);
+          const before = writes && expected >= 400 ? await allHead() : undefined;
+          const res = await send(t, who, call);
+          const body = await res.text();
+          if (res.status !== expected) {
+            failures.push(`${label}: expected ${expected}, got ${res.status} ${body.slice(0, 120)}`);
+            continue;
+          }
+          if (expected === 401 && (who === 'wrong password' || who === 'disabled user')) {
+            expect(res.headers.get('www-authenticate'), `${label}: challenge`).toMatch(/Basic/);
+          }
+          if (before !== undefined) expect(await allHead(), `${label}: a refused call wrote to the log`).toBe(before);
+          if (expected < 400 && c.settle) await c.settle(call);
+        }
+      }
+    }
+    process.stdout.write(`auth matrix: ${combinations} combinations over ${Object.keys(MATRIX).length} routes\n`);
+    expect(failures).toEqual([]);
+    expect((await http(t, '/ping')).status, 'the node still answers').toBe(200);
+  }, 120_000);
+});
