@@ -23,9 +23,13 @@ export async function killAndRemove(proc: NodeProcess | undefined, dirs: readonl
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
 
-/** Starts `node dist/src/main.js` (built by `npm test`; through bin/start.sh if `launcher`) and waits for its start line. */
-export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, launcher = false): Promise<NodeProcess> {
-  const [command, entry] = launcher ? ['sh', START_SH] : [process.execPath, MAIN];
+/**
+ * Starts `node dist/src/main.js` (built by `npm test`; through bin/start.sh with `launcher`; `main`
+ * another build of it, as the benches pass theirs) and waits for its start line.
+ */
+export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {},
+  { launcher = false, main = MAIN }: { launcher?: boolean; main?: string } = {}): Promise<NodeProcess> {
+  const [command, entry] = launcher ? ['sh', START_SH] : [process.execPath, main];
   const child = spawn(command, [entry, '--http-port', '0', '--log-level', 'info', '--start-standard-projections', 'false', ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
