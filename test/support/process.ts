@@ -59,3 +59,29 @@ export async function runMain(args: string[], env: NodeJS.ProcessEnv = {}): Prom
   const [code] = await once(child, 'exit');
   return { code: code as number | null, stdout, stderr };
 }
+
+/**
+ * Kills the node with SIGKILL the moment its output shows `line` (from the output's current end
+ * on), from the pipe's data handler, so nothing the node does after writing the line has more
+ * than that handler's latency to happen first. Resolves once it has exited.
+ */
+export async function killOnOutput(proc: NodeProcess, line: string, timeoutMs = 30_000): Promise<void> {
+  const from = proc.output().length;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.child.stdout!.off('data', onData);
+      reject(new Error(`no "${line}" within ${timeoutMs} ms:\n${proc.output().slice(from).slice(-4000)}`));
+    }, timeoutMs);
+    const onData = () => {
+      // the output handler registered by spawnNode ran first: output() already holds this chunk
+      if (!proc.output().includes(line, from)) return;
+      proc.child.kill('SIGKILL');
+      clearTimeout(timer);
+      proc.child.stdout!.off('data', onData);
+      resolve();
+    };
+    proc.child.stdout!.on('data', onData);
+    onData();
+  });
+  await proc.exited;
+}
