@@ -62,7 +62,7 @@ describe('the server process', () => {
   it('npm start (bin/start.sh) runs the node under jemalloc when the machine has it, glibc when asked, and passes signals', async () => {
     const installed = existsSync('/usr/lib/x86_64-linux-gnu/libjemalloc.so.2') || existsSync('/usr/lib/aarch64-linux-gnu/libjemalloc.so.2');
     for (const [env, expected] of [[{}, installed ? 'jemalloc' : 'glibc malloc'], [{ ALLOCATOR: 'glibc' }, 'glibc malloc']] as const) {
-      const node = await spawnNode(['--db', tempDir(), '--run-projections', 'None'], env, true);
+      const node = await spawnNode(['--db', tempDir(), '--run-projections', 'None'], env, { launcher: true });
       expect(await appendOne(node.url, 'launched', 1)).toBe(201);
       await vi.waitFor(() => expect(node.output()).toContain('"msg":"memory allocator"'));
       const line = JSON.parse(node.output().split('\n').find((l) => l.includes('"memory allocator"'))!);

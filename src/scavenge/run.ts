@@ -127,6 +127,8 @@ async function clean(ctx: RunContext): Promise<void> {
     forgotten += names.length;
     after = last;
     ctx.checkStop();
+    // like every other phase: a throttled run rests here too (a kill or a stop can land mid-way)
+    await ctx.throttle.rest();
   }
   ctx.log.info(`SCAVENGING: Cleaning forgot ${forgotten} streams with nothing left to remove`);
 }

@@ -23,9 +23,13 @@ export async function killAndRemove(proc: NodeProcess | undefined, dirs: readonl
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
 
-/** Starts `node dist/src/main.js` (built by `npm test`; through bin/start.sh if `launcher`) and waits for its start line. */
-export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {}, launcher = false): Promise<NodeProcess> {
-  const [command, entry] = launcher ? ['sh', START_SH] : [process.execPath, MAIN];
+/**
+ * Starts `node dist/src/main.js` (built by `npm test`; through bin/start.sh with `launcher`; `main`
+ * another build of it, as the benches pass theirs) and waits for its start line.
+ */
+export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {},
+  { launcher = false, main = MAIN }: { launcher?: boolean; main?: string } = {}): Promise<NodeProcess> {
+  const [command, entry] = launcher ? ['sh', START_SH] : [process.execPath, main];
   const child = spawn(command, [entry, '--http-port', '0', '--log-level', 'info', '--start-standard-projections', 'false', ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -54,4 +58,30 @@ export async function runMain(args: string[], env: NodeJS.ProcessEnv = {}): Prom
   child.stderr.on('data', (d) => { stderr += d; });
   const [code] = await once(child, 'exit');
   return { code: code as number | null, stdout, stderr };
+}
+
+/**
+ * Kills the node with SIGKILL the moment its output shows `line` (from the output's current end
+ * on), from the pipe's data handler, so nothing the node does after writing the line has more
+ * than that handler's latency to happen first. Resolves once it has exited.
+ */
+export async function killOnOutput(proc: NodeProcess, line: string, timeoutMs = 30_000): Promise<void> {
+  const from = proc.output().length;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.child.stdout!.off('data', onData);
+      reject(new Error(`no "${line}" within ${timeoutMs} ms:\n${proc.output().slice(from).slice(-4000)}`));
+    }, timeoutMs);
+    const onData = () => {
+      // the output handler registered by spawnNode ran first: output() already holds this chunk
+      if (!proc.output().includes(line, from)) return;
+      proc.child.kill('SIGKILL');
+      clearTimeout(timer);
+      proc.child.stdout!.off('data', onData);
+      resolve();
+    };
+    proc.child.stdout!.on('data', onData);
+    onData();
+  });
+  await proc.exited;
 }
