@@ -57,7 +57,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const store = await Store.open({
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
     maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
-    sharedReadBytes: config.sharedReadCacheSize,
+    sharedReadBytes: config.sharedReadCacheSize, eventIdFilterBytes: config.eventIdFilterSize,
   });
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {

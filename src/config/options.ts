@@ -50,6 +50,10 @@ export const OPTIONS = {
     kind: 'size', group: 'Database', default: 32 * 1024 * 1024, min: 0, max: 2 ** 40,
     help: 'Bytes of decoded log records shared by the projections reading the log, so that projections near each other read and decode it once (0: each reads on its own).',
   },
+  eventIdFilterSize: {
+    kind: 'size', group: 'Database', default: 8 * 1024 * 1024, min: 0, max: 2 ** 31,
+    help: 'Bytes of the in-memory filter of stored event ids, which answers most idempotency checks of new events without a database read (0: none; ~10 bits per id keeps its false positives near 1%).',
+  },
   httpIp: {
     kind: 'string', group: 'Interface', default: '127.0.0.1',
     help: 'IP address the HTTP server listens on.',

@@ -4,6 +4,7 @@ import {
   chunkKey, chunkTimesKey, hintKey, indexKey, metaKey, readU64, u64Value,
 } from './keys.js';
 import { LogSpaces } from './log-spaces.js';
+import { EventIdFilter } from './id-filter.js';
 import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
@@ -34,6 +35,7 @@ export const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
 /** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */
 export const DEFAULT_DB_CACHE_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_SHARED_READ_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_EVENT_ID_FILTER_BYTES = 8 * 1024 * 1024;
 /** The newest log bytes read into the log tail at start, at most (warmTail). */
 const WARM_TAIL_BYTES = 8 * 1024 * 1024;
 
@@ -51,6 +53,8 @@ export interface StoreOptions {
   dbCacheBytes?: number;
   /** Bytes of decoded log blocks shared by the projections reading the log (0: none). */
   sharedReadBytes?: number;
+  /** Bytes of the Bloom filter of stored event ids (id-filter.ts; 0: none). */
+  eventIdFilterBytes?: number;
 }
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -73,18 +77,21 @@ export class Store {
   readonly blocks: SharedBlocks;
 
   private readonly spaces: LogSpaces;
+  /** The stored event ids, approximately (id-filter.ts). */
+  readonly idFilter: EventIdFilter;
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number) {
+    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number, idFilterBytes: number) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
     const spaces = new LogSpaces(rocks, splitFrom);
     this.spaces = spaces;
     this.blocks = new SharedBlocks(spaces, sharedReadBytes);
     this.reader = new Reader(rocks, spaces, streams, checkpoint, tail, this.blocks);
+    this.idFilter = new EventIdFilter(idFilterBytes);
     this.writer = new Writer({
-      rocks, spaces, tail, blocks: this.blocks, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
+      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
       metadataOf: (id) => this.reader.metadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
@@ -108,7 +115,8 @@ export class Store {
     }
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
       options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES,
-      readU64(split, 0));
+      readU64(split, 0), options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES);
+    store.idFilter.load(rocks);
     store.warmTail(Math.min(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES, WARM_TAIL_BYTES * 2));
     return store;
   }
@@ -348,6 +356,7 @@ export class Store {
   /** Finishes the writes in flight, then closes RocksDB. */
   async close(): Promise<void> {
     await this.writer.close();
+    await this.idFilter.stop();
     await this.rocks.close();
   }
 }

@@ -78,8 +78,9 @@ export class Rocks {
    * Reads a range page by page off the event loop (RocksDB's reads run on libuv's thread pool),
    * so several readers can read at once; `visit` gets each page and may stop by returning false.
    */
-  async scanPages(range: Range, pageSize: number, visit: (keys: Buffer[], values: Buffer[]) => Promise<boolean> | boolean): Promise<void> {
-    const iterator = this.db.iterator({ ...range, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  async scanPages(range: Range, pageSize: number, visit: (keys: Buffer[], values: Buffer[]) => Promise<boolean> | boolean,
+    values = true): Promise<void> {
+    const iterator = this.db.iterator({ ...range, values, keyEncoding: 'buffer', valueEncoding: 'buffer' });
     try {
       for (;;) {
         const entries = await iterator.nextv(pageSize);

@@ -6,6 +6,7 @@ import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from 
 import { decodeRecord, encodeRecord, type EventRecord, type RecordPayload } from './record.js';
 import { chunkTimesKey, eventIdKey, hintKey, indexKey, readU64, u64Value } from './keys.js';
 import type { LogSpaces } from './log-spaces.js';
+import type { EventIdFilter } from './id-filter.js';
 import { SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM } from './system-streams.js';
 import {
   encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
@@ -73,6 +74,8 @@ export interface WriterDeps {
   rocks: Rocks;
   /** Where each record goes: the log's key spaces. */
   spaces: LogSpaces;
+  /** The stored event-id keys, approximately: a "no" spares the idempotency check its read. */
+  idFilter: EventIdFilter;
   /** The in-memory tail of the log, extended with every durable commit. */
   tail: LogTailCache;
   /** Decoded blocks of the log shared by projections: a removal drops those it removed from. */
@@ -150,6 +153,7 @@ class BatchBuilder {
     const key = eventIdKey(info.streamNumber, eventId);
     const pending = this.newEventIds.get(key.toString('latin1'));
     if (pending !== undefined) return pending;
+    if (!this.deps.idFilter.mightContain(key)) return undefined;
     const stored = this.deps.rocks.get(key);
     return stored ? readU64(stored, 0) : undefined;
   }
@@ -205,6 +209,7 @@ class BatchBuilder {
       if (idIndexed) {
         const idKey = eventIdKey(info.streamNumber, e.eventId);
         this.idOps.push([idKey, u64Value(eventNumber)]);
+        this.deps.idFilter.add(idKey); // before it is durable: a batch that fails leaves a false positive at worst
         this.newEventIds.set(idKey.toString('latin1'), eventNumber);
       }
     }

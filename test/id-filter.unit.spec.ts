@@ -1,0 +1,81 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
+import { EventIdFilter } from '../src/store/id-filter.js';
+import { eventIdKey } from '../src/store/keys.js';
+import { Rocks } from '../src/store/rocks.js';
+
+// The Bloom filter of stored event ids (src/store/id-filter.ts): never "not there" for an id that
+// is stored, rarely "maybe" for one that is not, and retries are still recognised after a restart,
+// before and after the filter has read the stored ids.
+
+const dirs: string[] = [];
+const stores: Store[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close().catch(() => {});
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const event = (id = newUuid()): ProposedEvent => ({ eventId: id, eventType: 'E', isJson: true, data: Buffer.from('{}'), metadata: Buffer.alloc(0) });
+
+describe('the filter of stored event ids', () => {
+  it('never denies a key it was given, and admits few it was not', async () => {
+    const filter = new EventIdFilter(1024 * 1024);
+    const added = Array.from({ length: 100_000 }, (_, i) => eventIdKey(i % 1000, randomBytes(16)));
+    for (const k of added) filter.add(k);
+    // Not loaded yet (no database read): every answer is "maybe".
+    expect(filter.mightContain(eventIdKey(1, randomBytes(16)))).toBe(true);
+    // Loaded from an empty database: the answers are its own from now on.
+    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
+    dirs.push(dir);
+    const rocks = await Rocks.open(dir, false);
+    filter.load(rocks);
+    await vi.waitFor(() => expect(filter.ready).toBe(true));
+    await rocks.close();
+    expect(added.every((k) => filter.mightContain(k))).toBe(true);
+    const others = Array.from({ length: 100_000 }, (_, i) => eventIdKey(i % 1000, randomBytes(16)));
+    const falsePositives = others.filter((k) => filter.mightContain(k)).length;
+    expect(falsePositives / others.length).toBeLessThan(0.02); // 8M bits, 100k keys, 7 hashes: ~0.01%
+  });
+
+  it('a retry is recognised after a restart, before and after the filter has read the stored ids', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
+    dirs.push(dir);
+    const options = { dir, inMemory: false, chunkSize: 1 << 28 };
+    let store = await Store.open(options);
+    const ids = Array.from({ length: 300 }, () => newUuid());
+    for (let i = 0; i < ids.length; i++) await store.append(`s-${i % 30}`, ExpectedVersion.any, [event(ids[i]), event()]);
+    await store.close();
+    store = await Store.open(options);
+    stores.push(store);
+    // Right after the start (the filter may still be reading): answered from RocksDB.
+    const early = await store.append('s-0', ExpectedVersion.any, [event(ids[0])]);
+    expect(early).toMatchObject({ firstEventNumber: 0, idempotent: true });
+    await vi.waitFor(() => expect(store.idFilter.ready).toBe(true));
+    expect(store.idFilter.count).toBeGreaterThanOrEqual(ids.length);
+    for (let i = 0; i < ids.length; i += 7) {
+      const again = await store.append(`s-${i % 30}`, ExpectedVersion.any, [event(ids[i])]);
+      expect(again).toMatchObject({ firstEventNumber: 2 * Math.floor(i / 30), idempotent: true });
+    }
+    // New ids append, and are recognised when retried at once.
+    const fresh = newUuid();
+    const first = await store.append('s-1', ExpectedVersion.any, [event(fresh)]);
+    expect(first.idempotent).toBe(false);
+    expect(await store.append('s-1', ExpectedVersion.any, [event(fresh)])).toMatchObject({ firstEventNumber: first.firstEventNumber, idempotent: true });
+    expect(store.readStreamForward('s-1', 0, 100).status === 'ok' && (store.readStreamForward('s-1', 0, 100) as { events: unknown[] }).events.length).toBe(21);
+  });
+
+  it('a store without the filter recognises retries too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
+    dirs.push(dir);
+    const store = await Store.open({ dir, inMemory: false, chunkSize: 1 << 28, eventIdFilterBytes: 0 });
+    stores.push(store);
+    const id = newUuid();
+    await store.append('s', ExpectedVersion.any, [event(id)]);
+    expect(await store.append('s', ExpectedVersion.any, [event(id)])).toMatchObject({ firstEventNumber: 0, idempotent: true });
+    expect(store.idFilter.enabled).toBe(false);
+  });
+});
