@@ -239,7 +239,7 @@ function ephemeralLocation(): string {
  * A snapshot cursor's page is cut at about this many bytes: the event loop hashes and encodes a
  * page at a time (a few ms per MiB on a busy core), and an append waits for at most one.
  */
-const SNAPSHOT_PAGE_BYTES = 1024 * 1024;
+const SNAPSHOT_PAGE_BYTES = 256 * 1024;
 
 /** See Rocks.snapshotCursor. */
 export class SnapshotCursor {
