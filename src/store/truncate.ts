@@ -53,8 +53,24 @@ export function truncateToCheckpoint(rocks: Rocks, chunkSize: number): Truncatio
   const stored = rocks.get(TRUNCATE_KEY);
   if (!stored) return undefined;
   const target = readU64(stored, 0);
-  let checkpoint = loadWriterCheckpoint(rocks);
-  const from = checkpoint.nextPosition;
+  const from = loadWriterCheckpoint(rocks).nextPosition;
+  const removed = removeRecords(rocks, target);
+  // Done whether or not records went now: a crash may have come between the last page and this.
+  const checkpoint = loadWriterCheckpoint(rocks);
+  const ops: BatchOp[] = [
+    ...chunkEntriesFrom(rocks, target, chunkSize),
+    [HISTORY_ID_KEY, Buffer.from(randomUUID(), 'utf8')],
+    [WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint({ ...checkpoint, nextPosition: Math.min(checkpoint.nextPosition, target) })],
+    [TRUNCATE_KEY],
+  ];
+  // The scavenge state knows streams and a scavenge point past the target: a scavenge starts afresh.
+  rmSync(join(rocks.location, SCAVENGE_STATE_DIR), { recursive: true, force: true });
+  rocks.writeDurable(ops);
+  return { position: Math.min(from, target), from, ...removed };
+}
+
+/** Removes the records at or above `target`, newest first, a page per synced batch (see above). */
+function removeRecords(rocks: Rocks, target: number): Omit<Truncation, 'position' | 'from'> {
   // splitFrom 0: records of system streams are looked for in SYSLOG everywhere, whatever the split.
   const spaces = new LogSpaces(rocks, 0);
   const infos = new Map<string, StreamInfo | null>();
@@ -66,23 +82,16 @@ export function truncateToCheckpoint(rocks: Rocks, chunkSize: number): Truncatio
     const ops: BatchOp[] = [];
     const touched = new Set<string>();
     let count = 0;
-    for (let i = 0; i < page.positions.length && page.positions[i] >= target; i++) {
-      const position = page.positions[i];
-      const r = decodeRecord(position, page.values[i]);
+    for (; count < page.positions.length && page.positions[count] >= target; count++) {
+      const position = page.positions[count];
+      const r = decodeRecord(position, page.values[count]);
       ops.push([logKey(position)], [systemLogKey(position)]);
       if (r.tombstone || isMetastream(r.streamId)) ops.push([hintKey(position)]);
-      count++;
-      let info = infos.has(r.streamId) ? infos.get(r.streamId) ?? undefined : storedInfo(rocks, r.streamId);
+      const info = infos.has(r.streamId) ? infos.get(r.streamId) ?? undefined : storedInfo(rocks, r.streamId);
       if (!info) continue; // (a stream removed above had no records left below: see the header)
-      if (r.tombstone) info = { ...info, tombstoned: false };
-      else {
-        ops.push([indexKey(info.streamNumber, r.eventNumber)]);
-        const idKey = eventIdKey(info.streamNumber, r.eventId);
-        const id = rocks.get(idKey);
-        if (id && readU64(id, 0) === r.eventNumber) ops.push([idKey]);
-        info = { ...info, lastEventNumber: Math.min(info.lastEventNumber, r.eventNumber - 1) };
-      }
-      infos.set(r.streamId, info);
+      if (!r.tombstone) ops.push(...indexEntriesOf(rocks, info, r.eventNumber, r.eventId));
+      infos.set(r.streamId, r.tombstone ? { ...info, tombstoned: false }
+        : { ...info, lastEventNumber: Math.min(info.lastEventNumber, r.eventNumber - 1) });
       touched.add(r.streamId);
     }
     if (count === 0) break;
@@ -96,30 +105,38 @@ export function truncateToCheckpoint(rocks: Rocks, chunkSize: number): Truncatio
       } else ops.push(streamInfoOp(name, info));
     }
     records += count;
-    checkpoint = { ...checkpoint, nextPosition: Math.min(checkpoint.nextPosition, target), recordCount: Math.max(0, checkpoint.recordCount - count) };
-    ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(checkpoint)]);
+    const checkpoint = loadWriterCheckpoint(rocks);
+    ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint({
+      ...checkpoint, nextPosition: Math.min(checkpoint.nextPosition, target), recordCount: Math.max(0, checkpoint.recordCount - count),
+    })]);
     rocks.writeDurable(ops);
     before = page.positions[count - 1];
   }
+  return { records, streamsChanged: changed.size, streamsRemoved };
+}
 
+/** The index entry of an event, and its event-id entry if it points at this event. */
+function indexEntriesOf(rocks: Rocks, info: StreamInfo, eventNumber: number, eventId: Buffer): BatchOp[] {
+  const ops: BatchOp[] = [[indexKey(info.streamNumber, eventNumber)]];
+  const idKey = eventIdKey(info.streamNumber, eventId);
+  const id = rocks.get(idKey);
+  if (id && readU64(id, 0) === eventNumber) ops.push([idKey]);
+  return ops;
+}
+
+/**
+ * Deletions of what describes chunks wholly at or after the target (times, chunk-table entries)
+ * and of hints there. The chunk holding the target keeps a time range and remaining bytes at most
+ * too wide (harmless: a wider range or a heavier chunk only makes a scavenge look closer).
+ */
+function chunkEntriesFrom(rocks: Rocks, target: number, chunkSize: number): BatchOp[] {
+  const firstGone = Math.ceil(target / chunkSize);
   const ops: BatchOp[] = [];
-  if (records > 0 || target < from) {
-    // What describes chunks wholly at or after the target goes; the chunk holding it keeps a
-    // time range and remaining bytes at most too wide (harmless: a wider range or a heavier
-    // chunk only makes a scavenge look closer).
-    const firstGone = Math.ceil(target / chunkSize);
-    for (const key of rocks.scan({ gte: chunkTimesKey(firstGone), lt: spaceEnd(SPACE.TIMES) }).keys) ops.push([key]);
-    const table = rocks.scan({ gte: chunkKey(0), lt: spaceEnd(SPACE.CHUNK) });
-    table.keys.forEach((key, i) => { if (decodeChunk(key, table.values[i]).start >= firstGone) ops.push([key]); });
-    for (const key of rocks.scan({ gte: hintKey(target), lt: spaceEnd(SPACE.HINT) }).keys) ops.push([key]);
-    ops.push([HISTORY_ID_KEY, Buffer.from(randomUUID(), 'utf8')]);
-    ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint({ ...checkpoint, nextPosition: Math.min(checkpoint.nextPosition, target) })]);
-    // The scavenge state knows streams and points past the target: a scavenge starts afresh.
-    rmSync(join(rocks.location, SCAVENGE_STATE_DIR), { recursive: true, force: true });
-  }
-  ops.push([TRUNCATE_KEY]);
-  rocks.writeDurable(ops);
-  return { position: Math.min(from, target), from, records, streamsChanged: changed.size, streamsRemoved };
+  for (const key of rocks.scan({ gte: chunkTimesKey(firstGone), lt: spaceEnd(SPACE.TIMES) }).keys) ops.push([key]);
+  const table = rocks.scan({ gte: chunkKey(0), lt: spaceEnd(SPACE.CHUNK) });
+  table.keys.forEach((key, i) => { if (decodeChunk(key, table.values[i]).start >= firstGone) ops.push([key]); });
+  for (const key of rocks.scan({ gte: hintKey(target), lt: spaceEnd(SPACE.HINT) }).keys) ops.push([key]);
+  return ops;
 }
 
 function storedInfo(rocks: Rocks, streamId: string): StreamInfo | undefined {
