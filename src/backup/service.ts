@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { BackupResult, Store } from '../store/index.js';
+import { BackupStoppedError, type BackupResult, type Store } from '../store/index.js';
 
 // The node's backups (POST /admin/backup): one at a time, never while a scavenge runs (the
 // seed's rule: stop the scavenge, back up, resume it), and a scavenge is refused while one runs
@@ -48,7 +48,7 @@ export class BackupService {
     const scavengeId = this.runningScavenge();
     if (scavengeId !== undefined) throw new ScavengeRunningError(scavengeId);
     if (this.current) throw new BackupAlreadyRunningError(this.current.to);
-    if (this.stopping) throw new BackupTargetError('The node is shutting down.');
+    if (this.stopping) throw new BackupStoppedError();
     const to = resolve(request.to);
     this.checkTarget(to);
     const log = this.log.child({ backupTo: to, differential: request.differential });
