@@ -258,6 +258,14 @@ const GENERATORS: Record<string, Gen[]> = {
   'GET /admin/scavenge/last': [],
   'DELETE /admin/scavenge/:scavengeId': [(pick) => ({ method: 'DELETE', path: `/admin/scavenge/${pick([oddName(pick), ...BAD_GUIDS.filter(Boolean)])}` })],
   'POST /admin/mergeindexes': [],
+  // Refused before anything is written: bad JSON and shapes, relative paths, a file, NUL, unknown members.
+  'POST /admin/backup': [
+    (pick) => json('POST', '/admin/backup', pick(BAD_JSON)),
+    (pick) => json('POST', '/admin/backup', pick([
+      '{}', '[]', '"/tmp"', 'null', '{"to":5}', '{"to":""}', '{"to":"relative/dir"}', '{"to":"../../etc"}', '{"to":"/tmp/a\\u0000b"}',
+      '{"to":"/dev/null"}', '{"to":"/tmp/x","differential":"yes"}', '{"to":"/tmp/x","differential":1}', '{"to":"/tmp/x","extra":true}',
+      '{"to":["/tmp/x"]}', '{"To":"/tmp/x"}',
+    ]))],
 
   'GET /projections/any': [],
   'GET /projections/all-non-transient': [],

@@ -1,11 +1,16 @@
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { startNode, VERSION } from './node.js';
 import { staleSource } from './build-check.js';
+import { restoreCommand } from './cli/restore.js';
 
 // `npm start` entry: read the configuration, start one node; SIGINT/SIGTERM shut it down
-// cleanly, SIGHUP reloads the configuration (log level, certificates).
+// cleanly, SIGHUP reloads the configuration (log level, certificates). `restore` restores a
+// backup into a stopped node's data directory (src/cli/restore.ts).
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'restore') {
+    process.exit(await restoreCommand(argv.slice(1)));
+  }
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${helpText()}\n`);
     return;

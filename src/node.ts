@@ -4,7 +4,7 @@ import type { Server as HttpsServer } from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
-import { Store } from './store/index.js';
+import { SCAVENGE_STATE_DIR, Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
 import { buildApp, markDraining, routesOf, type Route } from './api/app.js';
@@ -16,6 +16,7 @@ import { VERSION } from './version.js';
 import { ProjectionManager, type RunProjections } from './projections/manager.js';
 import { SubscriptionService } from './subscriptions/service.js';
 import { Scavenger } from './scavenge/scavenger.js';
+import { BackupService } from './backup/service.js';
 import { join } from 'node:path';
 
 export { VERSION };
@@ -59,6 +60,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
     sharedReadBytes: config.sharedReadCacheSize, eventIdFilterBytes: config.eventIdFilterSize,
   });
+  const t = store.truncation;
+  if (t && t.records === 0) log.info({ truncation: t }, `truncate checkpoint at ${t.position}: nothing past it to remove; cleared`);
+  else if (t) {
+    log.warn({ truncation: t }, `truncated the log to the truncate checkpoint: ${t.records} records from position ${t.position} to ${t.from} removed, `
+      + `${t.streamsChanged} streams changed (${t.streamsRemoved} of them removed)`);
+  }
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
@@ -67,12 +74,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   });
   const subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));
   let port = 0;
-  const scavenger = new Scavenger(store, {
-    stateDir: join(store.location, 'scavenging'), chunkSize: config.chunkSize, disableMerging: config.disableScavengeMerging,
+  const scavenger: Scavenger = new Scavenger(store, {
+    stateDir: join(store.location, SCAVENGE_STATE_DIR), chunkSize: config.chunkSize, disableMerging: config.disableScavengeMerging,
     historyMaxAgeDays: config.scavengeHistoryMaxAge, backendPageSize: config.scavengeBackendPageSize,
     backendCacheSize: config.scavengeBackendCacheSize, streamCacheCapacity: config.scavengeHashUsersCacheCapacity,
-    nodeEndpoint: () => `${config.httpIp}:${port}`,
+    nodeEndpoint: () => `${config.httpIp}:${port}`, backupRunning: (): boolean => backups.running,
   }, childLogger(log, 'scavenge'));
+  const backups: BackupService = new BackupService(store, (): string | undefined => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
   if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();
@@ -93,6 +101,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
+      await backups.close();
       await scavenger.close();
       await subscriptions.stop();
       await projections.stop();
@@ -152,11 +161,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await subscriptions.start();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups }, { https });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
     stats.stop();
+    await backups.close();
     await scavenger.close();
     await subscriptions.stop();
     await projections.stop();

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, basic, EVENTS_JSON, eventually, http, newEvent, OPS, startTestNode, uniq, type TestNode } from './support/node.js';
 
@@ -47,6 +50,8 @@ const JSON_TYPE = 'application/json';
 const QUIET_QUERY = (stream: string) => `fromStream('${stream}').when({ $any: function (s, e) { return s; } })`;
 
 let t: TestNode;
+/** Where the accepted backups go (each replaces the last). */
+const backupDir = join(tmpdir(), `svc-auth-matrix-backup-${randomUUID()}`);
 const USER = uniq('reader');
 const USER_PASSWORD = 'reader-pw';
 const DISABLED = uniq('gone');
@@ -300,6 +305,8 @@ const MATRIX: Record<string, Case[]> = {
   'GET /admin/scavenge/last': one('last', opsOrAdmin(200), () => get('/admin/scavenge/last')),
   'DELETE /admin/scavenge/:scavengeId': one('none running', opsOrAdmin(404), () => ({ method: 'DELETE', path: `/admin/scavenge/${randomUUID()}` })),
   'POST /admin/mergeindexes': one('merge', opsOrAdmin(200), () => jsonPost('/admin/mergeindexes', {})),
+  // Backup (docs/operations.md): as the scavenge routes.
+  'POST /admin/backup': one('backup', opsOrAdmin(200), () => jsonPost('/admin/backup', { to: backupDir })),
 
   // Projections (http-wire §8: non-transient writes need $ops or $admins).
   'GET /projections/any': one('list', authenticated(200), () => get('/projections/any')),
@@ -374,7 +381,10 @@ describe('auth matrix', () => {
     t = await startTestNode();
     await setUp();
   }, 30_000);
-  afterAll(async () => { await t?.dispose(); });
+  afterAll(async () => {
+    await t?.dispose();
+    rmSync(backupDir, { recursive: true, force: true });
+  });
 
   it('has cases for every route the node registers, and for no other', () => {
     const registered = t.node.routes.map((r) => `${r.method} ${r.url}`);

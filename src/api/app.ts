@@ -11,6 +11,7 @@ import { registerNodeInfo } from './node-info.js';
 import { registerProjections } from './projections.js';
 import { registerSubscriptions } from './subscriptions.js';
 import { registerScavenge } from './scavenge.js';
+import { registerBackup } from './backup.js';
 
 // The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
 // decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
@@ -119,5 +120,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerProjections(app, ctx);
   registerSubscriptions(app, ctx);
   registerScavenge(app, ctx);
+  registerBackup(app, ctx);
   return app;
 }

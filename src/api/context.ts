@@ -8,6 +8,7 @@ import type { StatsCollector } from '../stats/collector.js';
 import type { ProjectionManager } from '../projections/manager.js';
 import type { SubscriptionService } from '../subscriptions/service.js';
 import type { Scavenger } from '../scavenge/scavenger.js';
+import type { BackupService } from '../backup/service.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).
@@ -38,6 +39,7 @@ export interface ApiContext {
   projections: ProjectionManager;
   subscriptions: SubscriptionService;
   scavenger: Scavenger;
+  backups: BackupService;
 }
 
 declare module 'fastify' {

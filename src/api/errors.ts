@@ -4,7 +4,9 @@ import { InvalidWriteError, StoreClosedError, StreamDeletedError, WrongExpectedV
 import { ProjectionError } from '../projections/manager.js';
 import { QuerySyntaxError } from '../projections/validate.js';
 import { SettingsError } from '../subscriptions/settings.js';
-import { ScavengeAlreadyRunningError } from '../scavenge/types.js';
+import { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/types.js';
+import { BackupAlreadyRunningError, BackupTargetError, ScavengeRunningError } from '../backup/service.js';
+import { BackupStoppedError } from '../store/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -23,6 +25,10 @@ interface ErrorEntry {
 export const API_ERRORS = {
   BAD_REQUEST: { status: 400, reason: 'Bad Request', message: 'Bad request.' },
   SCAVENGE_ALREADY_RUNNING: { status: 400, reason: 'Bad Request', message: 'Scavenge is already running' },
+  /** POST /admin/scavenge while a backup runs. */
+  BACKUP_RUNNING: { status: 400, reason: 'Bad Request', message: 'A backup is running' },
+  /** POST /admin/backup while a scavenge or another backup runs (the message names which, and what to do). */
+  BACKUP_CONFLICT: { status: 409, reason: 'Conflict', message: 'A scavenge or another backup is running.' },
   WRONG_EXPECTED_VERSION: { status: 400, reason: 'Wrong expected EventNumber', message: '' },
   /** The Authorization header names no user with that password. */
   BAD_CREDENTIALS: { status: 401, reason: 'Unauthorized', message: '', headers: { 'WWW-Authenticate': 'X-Basic realm="SVC"' } },
@@ -99,6 +105,11 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   domain(QuerySyntaxError, (e) => new ApiError('BAD_REQUEST', e.message)),
   domain(SettingsError, (e) => new ApiError('BAD_REQUEST', e.message)),
   domain(ScavengeAlreadyRunningError, () => new ApiError('SCAVENGE_ALREADY_RUNNING')),
+  domain(BackupRunningError, () => new ApiError('BACKUP_RUNNING')),
+  domain(ScavengeRunningError, (e) => new ApiError('BACKUP_CONFLICT', e.message)),
+  domain(BackupAlreadyRunningError, (e) => new ApiError('BACKUP_CONFLICT', e.message)),
+  domain(BackupTargetError, (e) => new ApiError('BAD_REQUEST', e.message)),
+  domain(BackupStoppedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
 ];
 
 /** The answer for an error, or undefined when it is a fault of ours (the handler answers INTERNAL). */

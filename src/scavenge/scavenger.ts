@@ -7,7 +7,7 @@ import { begin, runPhases } from './run.js';
 import { ScavengeState } from './state.js';
 import { Throttle } from './throttle.js';
 import {
-  ScavengeAlreadyRunningError, type LastScavengeResult, type ScavengeProgress, type ScavengeRequest, type ScavengeResult,
+  BackupRunningError, ScavengeAlreadyRunningError, type LastScavengeResult, type ScavengeProgress, type ScavengeRequest, type ScavengeResult,
 } from './types.js';
 
 // The node's scavenger: one scavenge at a time, run in the background while the node serves
@@ -25,6 +25,8 @@ export interface ScavengerOptions {
   streamCacheCapacity: number;
   /** `host:port` written in the history events (known once the node listens). */
   nodeEndpoint: () => string;
+  /** Whether a backup runs now: a scavenge does not start then (BackupRunningError). */
+  backupRunning?: () => boolean;
 }
 
 export interface CurrentScavenge {
@@ -102,6 +104,7 @@ export class Scavenger {
   /** Starts a scavenge in the background and returns its id at once. */
   start(request: ScavengeRequest): string {
     if (this.running) throw new ScavengeAlreadyRunningError(this.running.id);
+    if (this.options.backupRunning?.()) throw new BackupRunningError();
     if (this.closed) throw new Error('the node is shutting down');
     const id = randomUUID();
     const progress: ScavengeProgress = {

@@ -42,3 +42,10 @@ export class ScavengeAlreadyRunningError extends Error {
     super('Scavenge is already running');
   }
 }
+
+/** A scavenge asked for while a backup runs (src/backup): refused, as a backup is refused while a scavenge runs. */
+export class BackupRunningError extends Error {
+  constructor() {
+    super('A backup is running');
+  }
+}

@@ -15,6 +15,8 @@ import { loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './
 import { StreamInfos } from './stream-infos.js';
 import type { ExpectedVersion } from './expected-version.js';
 import type { EventRecord } from './record.js';
+import { truncateToCheckpoint, type Truncation } from './truncate.js';
+import { writeBackup, type BackupOptions, type BackupResult } from './backup.js';
 
 export { ExpectedVersion } from './expected-version.js';
 export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
@@ -30,6 +32,8 @@ export type { Commit } from './bus.js';
 export type { StreamInfo } from './stream-state.js';
 export * from './metadata.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
+export { BackupStoppedError, type BackupResult } from './backup.js';
+export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
 
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
 /** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */
@@ -79,6 +83,8 @@ export class Store {
   private readonly spaces: LogSpaces;
   /** The stored event ids, approximately (id-filter.ts). */
   readonly idFilter: EventIdFilter;
+  /** What the open truncated (the truncate checkpoint was set: truncate.ts), if anything. */
+  truncation: Truncation | undefined;
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
@@ -99,6 +105,7 @@ export class Store {
 
   static async open(options: StoreOptions): Promise<Store> {
     const rocks = await Rocks.open(options.dir, options.inMemory, { cacheSize: options.dbCacheBytes ?? DEFAULT_DB_CACHE_BYTES });
+    const truncation = truncateToCheckpoint(rocks, options.chunkSize);
     const checkpoint = loadWriterCheckpoint(rocks);
     const streams = new StreamInfos(rocks, options.streamInfoCacheSize);
     // Scavenge hints (keys.ts) exist from this position on: a database written before they did
@@ -116,6 +123,7 @@ export class Store {
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
       options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES,
       readU64(split, 0), options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES);
+    store.truncation = truncation;
     store.idFilter.load(rocks);
     store.warmTail(Math.min(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES, WARM_TAIL_BYTES * 2));
     return store;
@@ -343,6 +351,11 @@ export class Store {
   /** Removes what a scavenge found removable (records with their index and event-id entries), in order with all writes. */
   remove(removal: Removal): Promise<void> {
     return this.writer.remove(removal);
+  }
+
+  /** A point-in-time backup of everything into a directory, while writes go on (backup.ts). */
+  backup(options: Omit<BackupOptions, 'chunkSize'>): Promise<BackupResult> {
+    return writeBackup(this.rocks, { ...options, chunkSize: this.chunkSize });
   }
 
   /** RocksDB's own figures of the space the store takes. */

@@ -14,6 +14,7 @@ declare module '@nxtedition/rocksdb' {
   }
   interface Iterator {
     nextv(size: number): Promise<[Buffer, Buffer][]>;
+    seek(target: Buffer): void;
     close(): Promise<void>;
   }
   export class RocksLevel {
@@ -26,5 +27,6 @@ declare module '@nxtedition/rocksdb' {
     querySync(options: RangeOptions): { rows: (Buffer | undefined)[]; finished: boolean };
     _getManySync(keys: Buffer[], options?: { valueEncoding?: 'buffer' | 'utf8'; fillCache?: boolean }): (Buffer | undefined)[];
     getProperty(property: string): string;
+    clear(options: RangeOptions): Promise<void>;
   }
 }
