@@ -80,7 +80,8 @@ async function main(): Promise<void> {
   const config = benchConfig();
   const dir = mkdtempSync(join(config.dataParent, 'svc-bench-latency-'));
   try {
-    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None']);
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'],
+      process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []);
     try {
       log(`latency bench: maximum single-event append rate (${config.connections} connections, ${config.seconds} s), then paced appends`);
       const max = await measure(server.url, SCENARIOS.a, { seconds: config.seconds, warmupSeconds: config.warmupSeconds, connections: config.connections, pid: server.pid });

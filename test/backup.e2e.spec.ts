@@ -42,14 +42,8 @@ function dir(prefix: string): string {
 }
 
 /** `npm run backup -- ...` (the script it runs), to completion. */
-async function backupCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BACKUP_CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
-  const [code] = await once(child, 'exit');
-  return { code: code as number | null, stdout, stderr };
+function backupCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runMain(args, {}, BACKUP_CLI);
 }
 
 interface Ack { stream: string; ids: string[]; sentAt: number; answeredAt: number; status: number }

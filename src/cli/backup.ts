@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { commandArgs } from './args.js';
 
 // `npm run backup -- --to DIR [--differential] [--url http://127.0.0.1:2113] [--user admin --password changeit]`:
 // asks a running node for a backup (POST /admin/backup) and prints its answer. DIR is on the
@@ -30,30 +30,14 @@ function post(url: URL, authorization: string, body: string): Promise<{ status: 
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        to: { type: 'string' }, differential: { type: 'boolean', default: false },
-        url: { type: 'string', default: 'http://127.0.0.1:2113' }, user: { type: 'string', default: 'admin' },
-        password: { type: 'string', default: 'changeit' }, help: { type: 'boolean', default: false },
-      },
-    }));
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (!values.to) {
-    process.stderr.write(`--to is required.\n${USAGE}\n`);
-    return 2;
-  }
+  const values = commandArgs(argv, {
+    to: { type: 'string' }, differential: { type: 'boolean', default: false },
+    url: { type: 'string', default: 'http://127.0.0.1:2113' }, user: { type: 'string', default: 'admin' },
+    password: { type: 'string', default: 'changeit' },
+  }, USAGE, ['to']);
+  if (typeof values === 'number') return values;
   const authorization = 'Basic ' + Buffer.from(`${values.user}:${values.password}`).toString('base64');
-  const body = JSON.stringify({ to: resolve(values.to), differential: values.differential });
+  const body = JSON.stringify({ to: resolve(values.to!), differential: values.differential });
   try {
     const { status, text } = await post(new URL('/admin/backup', values.url), authorization, body);
     if (status !== 200) {

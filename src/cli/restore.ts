@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { commandArgs } from './args.js';
 import { BackupInvalidError } from '../store/backup-format.js';
 import { DatabaseInUseError, restoreBackup } from '../store/restore.js';
 
@@ -9,23 +9,10 @@ import { DatabaseInUseError, restoreBackup } from '../store/restore.js';
 const USAGE = 'Usage: node dist/src/main.js restore --from DIR --db PATH   (or npm run restore -- --from DIR --db PATH)';
 
 export async function restoreCommand(argv: string[]): Promise<number> {
-  let values;
+  const values = commandArgs(argv, { from: { type: 'string' }, db: { type: 'string' } }, USAGE, ['from', 'db']);
+  if (typeof values === 'number') return values;
   try {
-    ({ values } = parseArgs({ args: argv, options: { from: { type: 'string' }, db: { type: 'string' }, help: { type: 'boolean', default: false } } }));
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (!values.from || !values.db) {
-    process.stderr.write(`--from and --db are required.\n${USAGE}\n`);
-    return 2;
-  }
-  try {
-    const summary = await restoreBackup(values.from, values.db);
+    const summary = await restoreBackup(values.from!, values.db!);
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     process.stdout.write(`Restored ${summary.records} keys to position ${summary.position}. Start the node on ${values.db}`
       + ` with --chunk-size ${summary.chunkSize}; it truncates anything past position ${summary.position} as it starts.\n`);

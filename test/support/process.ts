@@ -49,9 +49,9 @@ export async function spawnNode(args: string[], env: NodeJS.ProcessEnv = {},
   return { child, url, output: () => out, exited };
 }
 
-/** Runs main.js to completion (for --help, --version, bad options). */
-export async function runMain(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs main.js (or another compiled `script`: a command-line tool) to completion (for --help, --version, bad options). */
+export async function runMain(args: string[], env: NodeJS.ProcessEnv = {}, script = MAIN): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
