@@ -128,6 +128,6 @@ describe('npm run license', () => {
       '--entitlement', 'AUTO_SCAVENGE']).catch((e: { code: number; stderr: string }) => e);
     expect(err).toMatchObject({ code: 2, stderr: expect.stringMatching(/--expires someday is not an ISO date/) });
     const missing = await run(process.execPath, [LICENSE_CLI, 'mint', '--licensee', 'X']).catch((e: { code: number; stderr: string }) => e);
-    expect(missing).toMatchObject({ code: 2, stderr: expect.stringMatching(/--private-key, --expires, --entitlement required/) });
+    expect(missing).toMatchObject({ code: 2, stderr: expect.stringMatching(/--private-key and --expires and --entitlement are required/) });
   });
 });
