@@ -63,6 +63,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
+  if (err instanceof ConfigError) { // a contradiction only the start can see (e.g. --auto-scavenge-enabled with --dev)
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`Failed to start: ${(err as Error).message}\n`);
   process.exit(1);
 });

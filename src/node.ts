@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server as HttpsServer } from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
+import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
 import { SCAVENGE_STATE_DIR, Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
@@ -18,6 +18,7 @@ import { SubscriptionService } from './subscriptions/service.js';
 import { Scavenger } from './scavenge/scavenger.js';
 import { BackupService } from './backup/service.js';
 import { join } from 'node:path';
+import { autoScavengeEnablement, type AutoScavengeEnablement } from './license/index.js';
 
 export { VERSION };
 
@@ -31,6 +32,8 @@ export interface RunningNode {
   readonly log: Logger;
   /** Every method and URL template the HTTP API answers. */
   readonly routes: readonly Route[];
+  /** Whether auto-scavenge runs on this node, and why (decided at start; see src/license/enablement.ts). */
+  readonly autoScavenge: Readonly<AutoScavengeEnablement>;
   close(): Promise<void>;
   /** Re-reads the configuration sources; applies the log level and certificates, or keeps the old ones. */
   reload(): Promise<ReloadOutcome>;
@@ -53,8 +56,11 @@ function defaultSources(): Record<OptionName, ConfigSource> {
 
 export async function startNode(config: Config, options: NodeOptions = {}): Promise<RunningNode> {
   const log = options.log ?? createLogger(config.logLevel);
+  const autoScavenge = autoScavengeEnablement(config, new Date());
+  if (autoScavenge.fatal) throw new ConfigError(autoScavenge.fatal);
+  if (config.dev) log.warn('dev mode (--dev): plain HTTP whatever --insecure says, auto-scavenge off; not for production');
   let current: LoadedConfig = { config, sources: options.sources ?? defaultSources() };
-  let certificates: CertificateSet | undefined = config.insecure ? undefined : loadCertificates(config);
+  let certificates: CertificateSet | undefined = servesPlainHttp(config) ? undefined : loadCertificates(config);
   const store = await Store.open({
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
     maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
@@ -121,7 +127,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     try {
       const next = options.reloadConfig ? options.reloadConfig() : current;
       let loaded: CertificateSet | undefined;
-      if (!next.config.insecure) {
+      if (!servesPlainHttp(next.config)) {
         if (!certificates) throw new Error('the node was started insecure; switching to TLS needs a restart');
         loaded = loadCertificates(next.config);
       }
@@ -181,7 +187,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,
     ...(certificates ? { certificate: certificates.subject, thumbprint: certificates.thumbprint } : {}) },
   `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);
-  return { url, port, store, log, routes: routesOf(app), close, reload };
+  if (autoScavenge.enabled) log.info({ plugin: 'auto-scavenge', version: VERSION }, `"AutoScavenge" "${VERSION}" plugin enabled`);
+  else log.info({ plugin: 'auto-scavenge', reason: autoScavenge.reason }, `auto-scavenge disabled: ${autoScavenge.reason}`);
+  return { url, port, store, log, routes: routesOf(app), autoScavenge, close, reload };
+}
+
+function servesPlainHttp(config: Config): boolean {
+  return config.insecure || config.dev;
 }
 
 /** Options a reload applies; the others (paths, ports...) take effect at the next start. */

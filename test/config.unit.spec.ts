@@ -64,6 +64,24 @@ describe('configuration', () => {
     expect(() => loadConfig(['--config', yamlFile('HttpPort: [1, 2]\n')])).toThrow(/HttpPort/);
   });
 
+  it('reads a YAML section as the option its key and sub-key name: AutoScavenge: {Enabled: ...}', () => {
+    const nested = loadConfig(['--config', yamlFile('AutoScavenge:\n  Enabled: false\nLicenseKey: abc.def\n')]);
+    expect(nested.config).toMatchObject({ autoScavengeEnabled: false, licenseKey: 'abc.def' });
+    expect(nested.sources.autoScavengeEnabled).toBe('yaml');
+    expect(loadConfig(['--config', yamlFile('AutoScavengeEnabled: true\n')]).config.autoScavengeEnabled).toBe(true);
+    expect(loadConfig(['--config', yamlFile('autoscavenge: {enabled: yes}\n')]).config.autoScavengeEnabled).toBe(true);
+    expect(() => loadConfig(['--config', yamlFile('AutoScavenge:\n  Bogus: true\n')])).toThrow(/Unknown key AutoScavenge.Bogus/);
+    expect(() => loadConfig(['--config', yamlFile('AutoScavenge:\n  Enabled: maybe\n')])).toThrow(/AutoScavenge.Enabled .*true or false/);
+    expect(() => loadConfig(['--config', yamlFile('HttpPort: {Value: 1}\n')])).toThrow(/HttpPort/);
+  });
+
+  it('--auto-scavenge-enabled is tri-state: unset unless given', () => {
+    expect(loadConfig([]).config.autoScavengeEnabled).toBeUndefined();
+    expect(loadConfig(['--auto-scavenge-enabled']).config.autoScavengeEnabled).toBe(true);
+    expect(loadConfig([], { SVC_AUTO_SCAVENGE_ENABLED: 'false' }).config.autoScavengeEnabled).toBe(false);
+    expect(loadConfig(['--dev']).config.dev).toBe(true);
+  });
+
   it('help lists every option with its default and names', () => {
     const text = helpText();
     for (const name of Object.keys(OPTIONS)) {

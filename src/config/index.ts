@@ -103,16 +103,30 @@ function parseYamlFile(path: string): Layer {
     throw new ConfigError(`Cannot read the configuration file ${path}: ${(err as Error).message.split('\n')[0]}`);
   }
   const values = new Map<OptionName, unknown>();
+  const written = new Map<OptionName, string>();
   if (doc === null || doc === undefined) return { source: 'yaml', values, label: yamlKey };
-  if (typeof doc !== 'object' || Array.isArray(doc)) {
+  if (!isMapping(doc)) {
     throw new ConfigError(`The configuration file ${path} must be a YAML mapping of option names to values.`);
   }
-  for (const [key, value] of Object.entries(doc as Record<string, unknown>)) {
-    const name = BY_YAML.get(key.toLowerCase());
+  const take = (key: string, value: unknown) => {
+    const name = BY_YAML.get(key.replaceAll('.', '').toLowerCase());
     if (!name || name === 'config') throw new ConfigError(`Unknown key ${key} in ${path}; run with --help to list the options.`);
     values.set(name, value);
+    written.set(name, key);
+  };
+  for (const [key, value] of Object.entries(doc)) {
+    // A section is the option's name split in two: `AutoScavenge: {Enabled: true}` is AutoScavengeEnabled.
+    if (isMapping(value) && !BY_YAML.has(key.toLowerCase())) {
+      for (const [sub, inner] of Object.entries(value)) take(`${key}.${sub}`, inner);
+    } else {
+      take(key, value);
+    }
   }
-  return { source: 'yaml', values, label: (n) => `${yamlKey(n)} (in ${path})` };
+  return { source: 'yaml', values, label: (n) => `${written.get(n) ?? yamlKey(n)} (in ${path})` };
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Reads defaults < YAML file < SVC_* environment < command line into one typed Config. */
@@ -147,6 +161,7 @@ export function helpText(): string {
     lines.push(`      ${spec.help}`);
     lines.push(`      default: ${def}; YAML: ${yamlKey(name)}; environment: ${envVar(name)}`);
   }
+  lines.push('', 'A YAML key may also be written as a section: AutoScavenge: {Enabled: true} for AutoScavengeEnabled.');
   lines.push('', '  --help      print this text', '  --version   print the version');
   return lines.join('\n');
 }

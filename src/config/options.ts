@@ -26,6 +26,10 @@ export const OPTIONS = {
     kind: 'string', group: 'Database', default: './data',
     help: 'Directory holding the RocksDB database (created if missing).',
   },
+  dev: {
+    kind: 'bool', group: 'Application', default: false,
+    help: 'Development mode for local work: serves plain HTTP even with --insecure false (no certificates needed), logs a warning that the node is in dev mode, and keeps auto-scavenge off (explicitly enabling it stops the start).',
+  },
   memDb: {
     kind: 'bool', group: 'Database', default: false,
     help: 'Keep the database in memory only (tmpfs); nothing survives a restart.',
@@ -154,11 +158,24 @@ export const OPTIONS = {
     kind: 'int', group: 'Scavenge', default: 100_000, min: 1, max: 100_000_000,
     help: 'Streams whose scavenge data (metadata, tombstone, discard points) is kept in memory while a scavenge runs; the others are read from the scavenge database.',
   },
+  autoScavengeEnabled: {
+    kind: 'bool', group: 'Auto-scavenge', default: undefined,
+    help: 'Run the auto-scavenge coordinator (YAML also AutoScavenge: {Enabled: ...}). Unset: on when a valid license key with the AUTO_SCAVENGE entitlement is given and the node is neither in dev mode nor in memory. true together with --dev or --mem-db stops the start.',
+  },
+  licenseKey: {
+    kind: 'string', group: 'Licensing', default: undefined, secret: true,
+    help: 'License key: a token signed with the licensing private key, naming the licensee, the expiry and the entitlements (AUTO_SCAVENGE). Never logged.',
+  },
+  licensePublicKey: {
+    kind: 'string', group: 'Licensing', default: undefined,
+    help: 'Ed25519 public key license keys are verified against, as PEM text or the path of a PEM file; unset: the project\'s key (src/license/public-key.ts).',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionName = keyof typeof OPTIONS;
 
-type ValueOf<S extends OptionSpec> = S['kind'] extends 'bool' ? boolean
+// A bool without a default is tri-state: undefined means "not set", which the option's help defines.
+type ValueOf<S extends OptionSpec> = S['kind'] extends 'bool' ? (S['default'] extends undefined ? boolean | undefined : boolean)
   : S['kind'] extends 'int' | 'size' ? number
   : S['default'] extends undefined ? string | undefined : string;
 
