@@ -105,7 +105,7 @@ export class AutoScavengeCoordinator {
     return this.enqueue(async () => {
       this.followLeadership();
       if (this.leading) await this.noticeMemberChanges();
-    });
+    }, true);
   }
 
   status(): StatusAnswer {
@@ -122,7 +122,7 @@ export class AutoScavengeCoordinator {
   }
 
   /** Sets the schedule (any state); throws InvalidScheduleError with the parser's message. */
-  configure(schedule: string): Promise<void> {
+  async configure(schedule: string): Promise<void> {
     this.requireEnabled();
     parseSchedule(schedule);
     return this.command(async () => {
@@ -133,7 +133,7 @@ export class AutoScavengeCoordinator {
   }
 
   /** 'Paused' (200): nothing runs now; 'Pausing' (202): a node scavenge may still run until it is stopped. */
-  pause(): Promise<PauseOutcome> {
+  async pause(): Promise<PauseOutcome> {
     this.requireEnabled();
     return this.command(async () => {
       switch (this.state.status) {
@@ -150,7 +150,7 @@ export class AutoScavengeCoordinator {
   }
 
   /** Continues where the pause left off (a cycle in progress goes on; otherwise the next due time counts from now). */
-  resume(): Promise<void> {
+  async resume(): Promise<void> {
     this.requireEnabled();
     return this.command(async () => {
       if (this.state.status === 'Pausing') throw new AutoScavengeRejectedError('Auto scavenge process is currently pausing');
@@ -175,10 +175,11 @@ export class AutoScavengeCoordinator {
   }
 
   /**
-   * Runs `job` after those queued before it and then Assess (on the leader); resolves with the job's
-   * result as soon as the job is done, so an answer does not wait for a node scavenge to stop.
+   * Runs `job` after those queued before it, then Assess (on the leader). A command's promise
+   * settles as soon as the job is done, so an answer does not wait for a node scavenge to stop; a
+   * round's (`untilAssessed`) once Assess is done too.
    */
-  private enqueue<T>(job: () => Promise<T>): Promise<T> {
+  private enqueue<T>(job: () => Promise<T>, untilAssessed = false): Promise<T> {
     if (this.failure) return Promise.reject(new AutoScavengeFailedError('auto-scavenge errored'));
     if (this.stopped) return Promise.reject(new AutoScavengeFailedError('AutoScavenge is no longer running'));
     if (this.queued >= QUEUE_LIMIT) return Promise.reject(new AutoScavengeFailedError('AutoScavenge queue is full'));
@@ -187,18 +188,20 @@ export class AutoScavengeCoordinator {
       this.queue = this.queue.then(async () => {
         this.queued--;
         if (this.failure) return reject(new AutoScavengeFailedError('auto-scavenge errored'));
+        let result: T;
         try {
-          resolve(await job());
+          result = await job();
         } catch (err) {
-          reject(err);
-          if (!(err instanceof AutoScavengeRejectedError) && !(err instanceof MemberCallError)) this.fail(err as Error);
-          return;
+          if (!(err instanceof AutoScavengeRejectedError)) this.fail(err as Error);
+          return reject(err);
         }
+        if (!untilAssessed) resolve(result);
         try {
           if (this.leading && !this.stopped) await this.assess();
         } catch (err) {
           this.fail(err as Error);
         }
+        resolve(result);
       });
     });
   }
