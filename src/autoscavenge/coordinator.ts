@@ -90,7 +90,9 @@ export class AutoScavengeCoordinator {
       return;
     }
     this.log.info('AutoScavenge coordinator started; it runs nothing until a schedule is configured (schedules are evaluated in UTC)');
-    this.stopTicking = (this.options.ticker ?? realTicker)(this.options.roundIntervalMs ?? 5000, () => void this.round().catch(() => undefined));
+    const round = () => void this.round().catch(() => undefined);
+    this.stopTicking = (this.options.ticker ?? realTicker)(this.options.roundIntervalMs ?? 5000, round);
+    round(); // the first gossip at once: a node that leads takes commands from its start
   }
 
   /** Stops the rounds and waits for the one in progress. */
