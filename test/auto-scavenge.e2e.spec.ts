@@ -158,6 +158,9 @@ describe('auto-scavenge disabled', () => {
         expect(await res.json()).toEqual({ title: 'AutoScavenge is not enabled', status: 503 });
       }
       expect((await http(off, '/auto-scavenge/pause', { method: 'POST', authorization: '' })).status).toBe(401);
+      // A malformed schedule is refused as such, on or off.
+      const bad = await http(off, '/auto-scavenge/configure', { method: 'POST', authorization: OPS, headers: { 'Content-Type': 'application/json' }, body: '{"schedule":"61 * * * *"}' });
+      expect(bad.status).toBe(400);
     } finally {
       await off.dispose();
     }

@@ -10,7 +10,7 @@ import { sendJson } from './reply.js';
 
 // The auto-scavenge endpoints (reference §3.5): /enabled and /status for any authenticated user,
 // configure, pause and resume for $admins or $ops (refusals 401, as every refusal of this API).
-// The feature off answers 503 problem+json on all but /enabled, before the body is looked at.
+// The feature off answers 503 problem+json on all but /enabled (configure checks its body first).
 // The coordinator (src/autoscavenge) does the work; the answers the established servers write:
 // rejected 400 with the reason as a JSON string, a dead loop 500 problem+json.
 
@@ -48,7 +48,8 @@ export function registerAutoScavenge(app: FastifyInstance, ctx: ApiContext): voi
   app.get('/auto-scavenge/status', { onRequest: [requireAuthenticated, requireEnabled] }, async (_req, reply) =>
     sendJson(reply, 200, coordinator.status()));
 
-  app.post('/auto-scavenge/configure', control, async (req, reply) => {
+  // The body is checked first: a malformed request is 400 whether or not the feature is on.
+  app.post('/auto-scavenge/configure', { onRequest: requireOps }, async (req, reply) => {
     try {
       await coordinator.configure(scheduleOf(req.body));
       return sendJson(reply, 200, {});

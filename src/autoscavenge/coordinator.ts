@@ -125,8 +125,8 @@ export class AutoScavengeCoordinator {
 
   /** Sets the schedule (any state); throws InvalidScheduleError with the parser's message. */
   async configure(schedule: string): Promise<void> {
+    parseSchedule(schedule); // a malformed schedule is refused (400) whether or not the feature is on
     this.requireEnabled();
-    parseSchedule(schedule);
     return this.command(async () => {
       const event: AutoScavengeEvent = { type: '$configuration-updated', data: { schedule: schedule.trim().split(/\s+/).join(' '), updatedAt: this.timestamp() } };
       await this.store.append(CONFIGURATION_STREAM, ExpectedVersion.any, [jsonEvent(event.type, event.data)]);
