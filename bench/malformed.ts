@@ -258,6 +258,13 @@ const GENERATORS: Record<string, Gen[]> = {
   'GET /admin/scavenge/last': [],
   'DELETE /admin/scavenge/:scavengeId': [(pick) => ({ method: 'DELETE', path: `/admin/scavenge/${pick([oddName(pick), ...BAD_GUIDS.filter(Boolean)])}` })],
   'POST /admin/mergeindexes': [],
+  'GET /auto-scavenge/enabled': [],
+  'GET /auto-scavenge/status': [],
+  'POST /auto-scavenge/configure': [(pick) => json('POST', '/auto-scavenge/configure', pick([
+    ...BAD_JSON, '{"schedule": 5}', '{"schedule": "* * * *"}', '{"schedule": "0 0 * * * *"}', '{"schedule": "61 * * * *"}', '{"schedule": "@daily"}', '[]', 'null',
+  ]))],
+  'POST /auto-scavenge/pause': [],
+  'POST /auto-scavenge/resume': [],
   // Refused before anything is written: bad JSON and shapes, relative paths, a file, NUL, unknown members.
   'POST /admin/backup': [
     (pick) => json('POST', '/admin/backup', pick(BAD_JSON)),

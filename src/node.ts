@@ -17,6 +17,7 @@ import { ProjectionManager, type RunProjections } from './projections/manager.js
 import { SubscriptionService } from './subscriptions/service.js';
 import { Scavenger } from './scavenge/scavenger.js';
 import { BackupService } from './backup/service.js';
+import { AutoScavengeCoordinator, SingleNodeCluster, type Clock, type Ticker } from './autoscavenge/index.js';
 import { join } from 'node:path';
 import { autoScavengeEnablement, type AutoScavengeEnablement } from './license/index.js';
 
@@ -47,6 +48,12 @@ export interface NodeOptions {
   reloadConfig?: () => LoadedConfig;
   /** Called after POST /admin/shutdown has answered and the node has closed. */
   onShutdown?: () => void;
+  /**
+   * Whether auto-scavenge runs, and why not. TEMPORARY source: until the license check
+   * (src/license) supplies it, a node without this option has the feature off ("no license key");
+   * tests turn it on here, with their own clock and rounds.
+   */
+  autoScavenge?: { enabled: boolean; reason?: string; clock?: Clock; ticker?: Ticker; roundIntervalMs?: number };
 }
 
 
@@ -88,8 +95,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   }, childLogger(log, 'scavenge'));
   const backups: BackupService = new BackupService(store, (): string | undefined => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
   if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
-  const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   const instanceId = randomUUID();
+  // TEMPORARY: the license result replaces this default when licensing is merged.
+  const autoScavengeSetting = options.autoScavenge ?? { enabled: false, reason: 'no license key' };
+  const autoScavenge = new AutoScavengeCoordinator(store,
+    new SingleNodeCluster(store, scavenger, () => ({ address: config.httpIp, port }), instanceId), {
+      enabled: autoScavengeSetting.enabled, disabledReason: autoScavengeSetting.reason, clock: autoScavengeSetting.clock,
+      ticker: autoScavengeSetting.ticker, roundIntervalMs: autoScavengeSetting.roundIntervalMs,
+    }, childLogger(log, 'auto-scavenge'));
+  const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   let app: FastifyInstance | undefined;
   let closing: Promise<void> | undefined;
   let reloading = false;
@@ -107,6 +121,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
+      await autoScavenge.stop();
       await backups.close();
       await scavenger.close();
       await subscriptions.stop();
@@ -167,7 +182,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await subscriptions.start();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge }, { https });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
@@ -182,6 +197,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   }
   port = (app.server.address() as AddressInfo).port;
   await scavenger.open();
+  autoScavenge.start();
   const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
   const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
   log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,

@@ -308,6 +308,14 @@ const MATRIX: Record<string, Case[]> = {
   // Backup (docs/operations.md): as the scavenge routes.
   'POST /admin/backup': one('backup', opsOrAdmin(200), () => jsonPost('/admin/backup', { to: backupDir })),
 
+  // Auto-scavenge (seed: Authentication 2, 3). The matrix node runs without a license: past the
+  // role check, every route but /enabled answers 503 (test/auto-scavenge.e2e.spec.ts covers it on).
+  'GET /auto-scavenge/enabled': one('enabled', authenticated(200), () => get('/auto-scavenge/enabled')),
+  'GET /auto-scavenge/status': one('status', authenticated(503), () => get('/auto-scavenge/status')),
+  'POST /auto-scavenge/configure': one('configure', opsOrAdmin(503), () => jsonPost('/auto-scavenge/configure', { schedule: '0 3 * * *' })),
+  'POST /auto-scavenge/pause': one('pause', opsOrAdmin(503), () => ({ method: 'POST', path: '/auto-scavenge/pause' })),
+  'POST /auto-scavenge/resume': one('resume', opsOrAdmin(503), () => ({ method: 'POST', path: '/auto-scavenge/resume' })),
+
   // Projections (http-wire §8: non-transient writes need $ops or $admins).
   'GET /projections/any': one('list', authenticated(200), () => get('/projections/any')),
   'GET /projections/all-non-transient': one('list', authenticated(200), () => get('/projections/all-non-transient')),

@@ -12,6 +12,7 @@ import { registerProjections } from './projections.js';
 import { registerSubscriptions } from './subscriptions.js';
 import { registerScavenge } from './scavenge.js';
 import { registerBackup } from './backup.js';
+import { registerAutoScavenge } from './auto-scavenge.js';
 
 // The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
 // decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
@@ -121,5 +122,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerSubscriptions(app, ctx);
   registerScavenge(app, ctx);
   registerBackup(app, ctx);
+  registerAutoScavenge(app, ctx);
   return app;
 }

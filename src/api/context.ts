@@ -9,6 +9,7 @@ import type { ProjectionManager } from '../projections/manager.js';
 import type { SubscriptionService } from '../subscriptions/service.js';
 import type { Scavenger } from '../scavenge/scavenger.js';
 import type { BackupService } from '../backup/service.js';
+import type { AutoScavengeCoordinator } from '../autoscavenge/index.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).
@@ -40,6 +41,7 @@ export interface ApiContext {
   subscriptions: SubscriptionService;
   scavenger: Scavenger;
   backups: BackupService;
+  autoScavenge: AutoScavengeCoordinator;
 }
 
 declare module 'fastify' {

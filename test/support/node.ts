@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config/index.js';
-import { startNode, type RunningNode } from '../../src/node.js';
+import { startNode, type NodeOptions, type RunningNode } from '../../src/node.js';
 import { createLogger } from '../../src/logger.js';
 import { randomUUID } from 'node:crypto';
 
@@ -23,8 +23,8 @@ export interface TestNode {
   dispose(): Promise<void>;
 }
 
-/** A real node on an ephemeral port with a temp data dir. */
-export async function startTestNode(overrides: Partial<Config> = {}): Promise<TestNode> {
+/** A real node on an ephemeral port with a temp data dir (`options`: what startNode takes besides the config and log). */
+export async function startTestNode(overrides: Partial<Config> = {}, options: Omit<NodeOptions, 'log'> = {}): Promise<TestNode> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
   const config: Config = {
     // The system projections write to the log in the background; tests that want them ask for them.
@@ -35,7 +35,7 @@ export async function startTestNode(overrides: Partial<Config> = {}): Promise<Te
     url: '', dir, node: undefined as unknown as RunningNode,
     async restart() {
       await t.node.close();
-      t.node = await startNode(config, { log });
+      t.node = await startNode(config, { ...options, log });
       t.url = t.node.url;
     },
     async dispose() {
@@ -43,7 +43,7 @@ export async function startTestNode(overrides: Partial<Config> = {}): Promise<Te
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  t.node = await startNode(config, { log });
+  t.node = await startNode(config, { ...options, log });
   t.url = t.node.url;
   return t;
 }
