@@ -49,11 +49,10 @@ export interface NodeOptions {
   /** Called after POST /admin/shutdown has answered and the node has closed. */
   onShutdown?: () => void;
   /**
-   * Whether auto-scavenge runs, and why not. TEMPORARY source: until the license check
-   * (src/license) supplies it, a node without this option has the feature off ("no license key");
-   * tests turn it on here, with their own clock and rounds.
+   * The auto-scavenge coordinator's clock and rounds (tests drive them); `enabled` overrides what
+   * the license check decided (src/license: a node without a valid license has the feature off).
    */
-  autoScavenge?: { enabled: boolean; reason?: string; clock?: Clock; ticker?: Ticker; roundIntervalMs?: number };
+  autoScavenge?: { enabled?: boolean; reason?: string; clock?: Clock; ticker?: Ticker; roundIntervalMs?: number };
 }
 
 
@@ -96,12 +95,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const backups: BackupService = new BackupService(store, (): string | undefined => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
   if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
   const instanceId = randomUUID();
-  // TEMPORARY: the license result replaces this default when licensing is merged.
-  const autoScavengeSetting = options.autoScavenge ?? { enabled: false, reason: 'no license key' };
-  const autoScavenge = new AutoScavengeCoordinator(store,
+  // The license check decides whether the coordinator runs (tests may decide instead, with their clock).
+  const setting = options.autoScavenge ?? {};
+  const disabledReason = setting.reason ?? autoScavenge.reason;
+  const coordinator = new AutoScavengeCoordinator(store,
     new SingleNodeCluster(store, scavenger, () => ({ address: config.httpIp, port }), instanceId), {
-      enabled: autoScavengeSetting.enabled, disabledReason: autoScavengeSetting.reason, clock: autoScavengeSetting.clock,
-      ticker: autoScavengeSetting.ticker, roundIntervalMs: autoScavengeSetting.roundIntervalMs,
+      enabled: setting.enabled ?? autoScavenge.enabled, disabledReason, clock: setting.clock,
+      ticker: setting.ticker, roundIntervalMs: setting.roundIntervalMs,
     }, childLogger(log, 'auto-scavenge'));
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   let app: FastifyInstance | undefined;
@@ -121,7 +121,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
-      await autoScavenge.stop();
+      await coordinator.stop();
       await backups.close();
       await scavenger.close();
       await subscriptions.stop();
@@ -182,7 +182,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await subscriptions.start();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator }, { https });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
@@ -197,14 +197,14 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   }
   port = (app.server.address() as AddressInfo).port;
   await scavenger.open();
-  autoScavenge.start();
+  coordinator.start();
   const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
   const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
   log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,
     ...(certificates ? { certificate: certificates.subject, thumbprint: certificates.thumbprint } : {}) },
   `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);
-  if (autoScavenge.enabled) log.info({ plugin: 'auto-scavenge', version: VERSION }, `"AutoScavenge" "${VERSION}" plugin enabled`);
-  else log.info({ plugin: 'auto-scavenge', reason: autoScavenge.reason }, `auto-scavenge disabled: ${autoScavenge.reason}`);
+  if (coordinator.enabled) log.info({ plugin: 'auto-scavenge', version: VERSION }, `"AutoScavenge" "${VERSION}" plugin enabled`);
+  else log.info({ plugin: 'auto-scavenge', reason: disabledReason }, `auto-scavenge disabled: ${disabledReason}`);
   return { url, port, store, log, routes: routesOf(app), autoScavenge, close, reload };
 }
 

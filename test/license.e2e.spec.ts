@@ -131,3 +131,36 @@ describe('npm run license', () => {
     expect(missing).toMatchObject({ code: 2, stderr: expect.stringMatching(/--private-key and --expires and --entitlement are required/) });
   });
 });
+
+describe('the license switches the auto-scavenge endpoints', () => {
+  const ADMIN = 'Basic ' + Buffer.from('admin:changeit').toString('base64');
+  const call = async (url: string, path: string, method = 'GET', body?: unknown) => {
+    const res = await fetch(`${url}${path}`, {
+      method, headers: { Authorization: ADMIN, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) as Record<string, unknown> : undefined };
+  };
+
+  it('a valid license turns the coordinator on (configure, then Waiting); none leaves it off (503, enabled false)', async () => {
+    const licensedDb = tempDir();
+    const plainDb = tempDir();
+    let licensed: NodeProcess | undefined;
+    let plain: NodeProcess | undefined;
+    try {
+      licensed = await spawnNode(['--db', licensedDb, '--license-public-key', TEST_PUBLIC_KEY_FILE, '--license-key', testLicense()]);
+      expect(await call(licensed.url, '/auto-scavenge/enabled')).toEqual({ status: 200, json: { enabled: true } });
+      expect((await call(licensed.url, '/auto-scavenge/configure', 'POST', { schedule: '0 3 * * *' })).status).toBe(200);
+      const status = await call(licensed.url, '/auto-scavenge/status');
+      expect(status.status).toBe(200);
+      expect(status.json).toMatchObject({ state: 'Waiting', schedule: '0 3 * * *' });
+      plain = await spawnNode(['--db', plainDb]);
+      expect(await call(plain.url, '/auto-scavenge/enabled')).toEqual({ status: 200, json: { enabled: false } });
+      expect((await call(plain.url, '/auto-scavenge/pause', 'POST')).status).toBe(503);
+    } finally {
+      await killAndRemove(licensed, [licensedDb]);
+      await killAndRemove(plain, [plainDb]);
+    }
+  });
+});

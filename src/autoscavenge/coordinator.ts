@@ -83,12 +83,9 @@ export class AutoScavengeCoordinator {
     return this.options.enabled;
   }
 
-  /** Starts the gossip rounds (nothing when the feature is off: the log says why). */
+  /** Starts the gossip rounds (nothing when the feature is off: the node's start line says why). */
   start(): void {
-    if (!this.options.enabled) {
-      this.log.info(`AutoScavenge is disabled: ${this.options.disabledReason ?? 'not enabled'}`);
-      return;
-    }
+    if (!this.options.enabled) return;
     this.log.info('AutoScavenge coordinator started; it runs nothing until a schedule is configured (schedules are evaluated in UTC)');
     const round = () => void this.round().catch(() => undefined);
     this.stopTicking = (this.options.ticker ?? realTicker)(this.options.roundIntervalMs ?? 5000, round);
