@@ -24,6 +24,8 @@ interface Slab {
   offsets: Uint32Array;
   bytes: Buffer;
   count: number;
+  /** The stream tail each record is in (undefined for tombstones), to forget it when the slab goes. */
+  tails: (StreamTail | undefined)[];
   /** Records decoded so far (only while the slab is among the newest). */
   decoded?: (EventRecord | undefined)[];
 }
@@ -74,7 +76,7 @@ export class LogTailCache {
       records[i].copy(slab.bytes, start);
       slab.positions[at] = positions[i];
       slab.offsets[at + 1] = start + records[i].length;
-      this.indexRecord(positions[i], slab.bytes, start);
+      slab.tails.push(this.indexRecord(positions[i], slab.bytes, start));
     }
     while (this.size > this.capacityBytes && this.first < this.slabs.length - 1) this.evictOldest();
     if (this.first > 1024 && this.first * 2 > this.slabs.length) {
@@ -100,7 +102,7 @@ export class LogTailCache {
     }
     slab = {
       positions: new Float64Array(this.slabRecords), offsets: new Uint32Array(this.slabRecords + 1),
-      bytes: Buffer.allocUnsafeSlow(Math.max(this.slabBytes, bytes)), count: 0,
+      bytes: Buffer.allocUnsafeSlow(Math.max(this.slabBytes, bytes)), count: 0, tails: [],
     };
     this.slabs.push(slab);
     this.size += slab.bytes.length + this.slabRecords * RECORD_OVERHEAD + SLAB_OVERHEAD;
@@ -119,29 +121,31 @@ export class LogTailCache {
   }
 
   /** Adds a record to its stream's tail; a gap in the numbers (scavenged events) starts the tail again. */
-  private indexRecord(position: number, bytes: Buffer, start: number): void {
+  private indexRecord(position: number, bytes: Buffer, start: number): StreamTail | undefined {
     const place = streamPlaceOf(bytes, start);
-    if (!place) return;
+    if (!place) return undefined;
     const tail = this.streams.get(place.streamId);
     if (tail && place.eventNumber === tail.first + tail.positions.length) {
       tail.positions.push(position);
-      return;
+      return tail;
     }
     const fresh: StreamTail = { streamId: place.streamId, first: place.eventNumber, positions: [position], head: 0 };
     if (!tail) this.size += STREAM_TAIL_OVERHEAD;
     this.streams.set(place.streamId, fresh);
+    return fresh;
   }
 
   /** An evicted slab's records are the oldest of their streams' tails: drop them from the front. */
   private forgetRecords(slab: Slab): void {
     for (let i = 0; i < slab.count; i++) {
-      const place = streamPlaceOf(slab.bytes, slab.offsets[i]);
-      const tail = place && this.streams.get(place.streamId);
+      const tail = slab.tails[i];
       if (!tail || tail.positions[tail.head] !== slab.positions[i]) continue; // a gap already dropped it
       tail.head++;
       if (tail.head === tail.positions.length) {
-        this.streams.delete(tail.streamId);
-        this.size -= STREAM_TAIL_OVERHEAD;
+        if (this.streams.get(tail.streamId) === tail) {
+          this.streams.delete(tail.streamId);
+          this.size -= STREAM_TAIL_OVERHEAD;
+        }
       } else if (tail.head > 64 && tail.head * 2 > tail.positions.length) {
         tail.positions = tail.positions.slice(tail.head);
         tail.first += tail.head;
@@ -234,4 +238,4 @@ export class LogTailCache {
   }
 }
 
-const EVICTED: Slab = { positions: new Float64Array(0), offsets: new Uint32Array(1), bytes: Buffer.alloc(0), count: 0 };
+const EVICTED: Slab = { positions: new Float64Array(0), offsets: new Uint32Array(1), bytes: Buffer.alloc(0), count: 0, tails: [] };
