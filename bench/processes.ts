@@ -20,7 +20,7 @@ export interface Server {
 }
 
 /** A free loopback port: the child is told it up front, so no log parsing is needed to find it. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

@@ -3,13 +3,13 @@ import { once } from 'node:events';
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { withReference } from '../src/config/reference.js';
 import { tempDir } from './support/backup.js';
+import { freePort } from '../bench/processes.js';
 
 // docs/operations.md is run, not just read: every ```sh block, in order, against a real node
 // started by the guide's own `npm start` lines (the paths and port replaced by temp ones, as
@@ -27,17 +27,6 @@ afterAll(async () => {
   await stopNode();
   rmSync(base, { recursive: true, force: true });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 function localize(line: string, port: number): string {
   return line.replaceAll('/var/lib/svc', join(base, 'lib')).replaceAll('/var/backups/svc', join(base, 'backups'))
