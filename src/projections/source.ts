@@ -1,5 +1,5 @@
 import {
-  isMetastream, isSoftDeleted, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord, type Store,
+  isMetastream, isSoftDeleted, isSystemRecordStream, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, originalStreamOf, parseMetadata, type EventRecord, type Store,
 } from '../store/index.js';
 import type { EventFilter } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
@@ -23,7 +23,7 @@ export function selectEvent(def: SourceDefinition, filter: EventFilter, store: S
   let link: EventRecord | undefined;
   let category: string | null = null;
   if (def.allStreams) {
-    if (record.streamId.startsWith('$') && !(isMetastream(record.streamId) && !originalStreamOf(record.streamId).startsWith('$'))) return undefined;
+    if (isSystemRecordStream(record.streamId)) return undefined; // system streams, but a user stream's metastream is read
     if (record.eventType === LINK_EVENT_TYPE && !def.includeLinks) return undefined;
   } else {
     const categoryStream = def.categories.length > 0 ? def.categories.find((c) => record.streamId === `$ce-${c}`) : undefined;

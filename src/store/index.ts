@@ -31,6 +31,7 @@ export { LINK_EVENT_TYPE } from './record.js';
 export type { Commit } from './bus.js';
 export type { StreamInfo } from './stream-state.js';
 export * from './metadata.js';
+export { isSystemRecordStream } from './log-spaces.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 export { BackupStoppedError, type BackupResult } from './backup.js';
 export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
