@@ -250,6 +250,10 @@ const GENERATORS: Record<string, Gen[]> = {
   'POST /admin/shutdown': [],
   'POST /admin/reloadconfig': [],
 
+  'GET /': [],
+  'GET /web': [],
+  'GET /web/*': [(pick) => ({ method: 'GET', path: pick(['/web/%00', '/web/..%2F..%2Fpackage.json', '/web/%ED%A0%80', '/web/assets/missing.js', '/web/../../package.json', '/web/%2e%2e/%2e%2e/package.json']) })],
+
   'POST /admin/scavenge': [(pick) => ({ method: 'POST', path: `/admin/scavenge?${pick([
     'threads=abc', 'threads=0', 'threads=5', 'throttlePercent=0', 'throttlePercent=101', 'threads=2&throttlePercent=50', 'syncOnly=maybe',
     'startFromChunk=-1', 'threshold=1.5', 'threads=%00', 'THREADS=%ED%A0%80', 'threads=1&threads=2', 'threshold=99999999999999999999',

@@ -299,6 +299,11 @@ const MATRIX: Record<string, Case[]> = {
   'POST /admin/shutdown': one('shutdown', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/shutdown' }), { ownNode: true }),
   'POST /admin/reloadconfig': one('reload', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/reloadconfig' })),
 
+  // The Admin UI (issue 16): its files are public, the data it shows comes through the routes above.
+  'GET /': one('root', everyone(302), () => get('/', 'text/html')),
+  'GET /web': one('console', everyone(302), () => get('/web', 'text/html')),
+  'GET /web/*': one('console page', everyone(200), () => get('/web/', 'text/html')),
+
   // Scavenge (seed: Authentication 4).
   'POST /admin/scavenge': one('start', opsOrAdmin(200), () => jsonPost('/admin/scavenge', {}), { settle: scavengeFinished }),
   'GET /admin/scavenge/current': one('current', opsOrAdmin(200), () => get('/admin/scavenge/current')),

@@ -3,7 +3,7 @@ import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { XMLParser } from 'fast-xml-parser';
-import { ADMIN, append, basic, EVENTS_JSON, http, newEvent, OPS, startTestNode, type TestNode } from './support/node.js';
+import { ADMIN, append, basic, eventually, EVENTS_JSON, http, newEvent, OPS, startTestNode, type TestNode } from './support/node.js';
 import { spawnNode, type NodeProcess } from './support/process.js';
 
 // End-to-end tests of the node endpoints (issue 3; http-wire.md §6; seed spec "Statistics",
@@ -210,6 +210,17 @@ describe('GET /stats', () => {
     await createUser(t, plain, 'pw');
     const ok = await http(t, '/stats', { authorization: basic(plain, 'pw'), headers: { Accept: JSON_TYPE } });
     expect(ok.status).toBe(200);
+  });
+
+  it('svc.writer.recordsWritten counts the records committed (the console derives events/s from it)', async () => {
+    const before = (await (await http(t, '/stats', { headers: { Accept: JSON_TYPE } })).json()).svc.writer.recordsWritten;
+    expect(Number.isInteger(before)).toBe(true);
+    const stream = unique('counted');
+    expect((await append(t, stream, [newEvent('a'), newEvent('b'), newEvent('c')])).status).toBe(201);
+    await eventually(async () => {
+      const after = (await (await http(t, '/stats', { headers: { Accept: JSON_TYPE } })).json()).svc.writer.recordsWritten;
+      expect(after - before).toBeGreaterThanOrEqual(3);
+    });
   });
 
   it('JSON has every seed field under proc, sys and svc (not es), with plausible values', async () => {

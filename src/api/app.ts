@@ -13,6 +13,7 @@ import { registerSubscriptions } from './subscriptions.js';
 import { registerScavenge } from './scavenge.js';
 import { registerBackup } from './backup.js';
 import { registerAutoScavenge } from './auto-scavenge.js';
+import { registerWeb } from './web.js';
 
 // The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
 // decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
@@ -123,5 +124,6 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   registerScavenge(app, ctx);
   registerBackup(app, ctx);
   registerAutoScavenge(app, ctx);
+  registerWeb(app);
   return app;
 }

@@ -52,6 +52,7 @@ export const API_ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, reason: 'Invalid or missing Content-Type', message: '' },
   INTERNAL: { status: 500, reason: 'Internal Server Error', message: 'Internal error.' },
   SHUTTING_DOWN: { status: 503, reason: 'Server Is Not Ready', message: 'The server is shutting down.' },
+  SERVICE_UNAVAILABLE: { status: 503, reason: 'Service Unavailable', message: '' },
 } as const satisfies Record<string, ErrorEntry>;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

@@ -242,6 +242,7 @@ export class StatsCollector {
           maxFlushSize: writer.maxFlushSize,
           maxFlushDelayMs: round(writer.maxFlushDelayMs),
           queuedFlushMessages: store.writerQueueLength,
+          recordsWritten: writer.recordsWritten,
         },
         readIndex: { ...store.readCounters, cachedTransInfo: 0, notCachedTransInfo: 0, hashCollisions: 0 },
       },

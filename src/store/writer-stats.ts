@@ -8,6 +8,8 @@ export class WriterStats {
   private totalFlushSize = 0;
   private totalFlushDelayMs = 0;
   totalItemsProcessed = 0;
+  /** Log records (events, links, metadata, tombstones) committed since the start. */
+  recordsWritten = 0;
   lengthLifetimePeak = 0;
   private peakWindowStart = 0;
   lengthCurrentTryPeak = 0;

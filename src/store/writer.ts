@@ -430,6 +430,7 @@ export class Writer {
     }
     // Durable (or, deferred, written): now make it visible, acknowledge, and tell the followers.
     this.applyCommit(builder, next);
+    this.stats.recordsWritten += builder.records.length;
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     for (const outcome of outcomes) outcome();
     this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });

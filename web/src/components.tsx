@@ -1,0 +1,122 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiFailure } from './api';
+
+// Building blocks every view shares: async loading with errors shown, polling, pretty JSON,
+// a confirmation dialog, labelled fields. Plain elements, so screen readers and tests see
+// labels, roles and names.
+
+export interface Async<T> {
+  data: T | undefined;
+  error: Error | undefined;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** Runs `load` when `deps` change (and on reload()); keeps the last data while reloading. */
+export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Async<T> {
+  const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const controller = new AbortController();
+    setState((s) => ({ ...s, loading: true }));
+    load(controller.signal).then(
+      (data) => { if (!controller.signal.aborted) setState({ data, loading: false }); },
+      (error) => { if (!controller.signal.aborted) setState((s) => ({ data: s.data, error, loading: false })); },
+    );
+    return () => controller.abort();
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** Calls `fn` every `ms` while mounted (and the tab is visible). */
+export function useInterval(fn: () => void, ms: number): void {
+  const saved = useRef(fn);
+  saved.current = fn;
+  useEffect(() => {
+    const id = setInterval(() => { if (document.visibilityState !== 'hidden') saved.current(); }, ms);
+    return () => clearInterval(id);
+  }, [ms]);
+}
+
+/** An error as the user should read it: the node's message when it sent one. */
+export function errorText(error: unknown): string {
+  if (error instanceof ApiFailure) return `${error.status} ${error.statusText}${error.body.trim() ? `: ${error.body.trim()}` : ''}`;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  return <p class="error" role="alert">{errorText(error)}</p>;
+}
+
+export function Notice({ children }: { children: ComponentChildren }) {
+  return <p class="notice" role="status">{children}</p>;
+}
+
+/** JSON pretty-printed when the text parses, the text itself otherwise. */
+export function Json({ value, label }: { value: unknown; label?: string }) {
+  let shown: string;
+  if (typeof value === 'string') {
+    try { shown = JSON.stringify(JSON.parse(value), null, 2); } catch { shown = value; }
+  } else {
+    shown = value === undefined ? '' : JSON.stringify(value, null, 2);
+  }
+  return <pre class="json" aria-label={label}>{shown}</pre>;
+}
+
+/** A button that asks first: its dialog names the action and needs a second click. */
+export function ConfirmButton({ label, question, confirmLabel, onConfirm, danger, disabled }: {
+  label: string; question: string; confirmLabel?: string; onConfirm: () => void | Promise<void>; danger?: boolean; disabled?: boolean;
+}) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  return (
+    <>
+      <button type="button" class={danger ? 'danger' : undefined} disabled={disabled} onClick={() => { setError(undefined); dialog.current?.showModal(); }}>{label}</button>
+      <dialog ref={dialog} aria-label={label}>
+        <p>{question}</p>
+        <ErrorBox error={error} />
+        <div class="row">
+          <button type="button" class={danger ? 'danger' : undefined} disabled={busy} onClick={async () => {
+            setBusy(true);
+            try {
+              await onConfirm();
+              dialog.current?.close();
+            } catch (err) {
+              setError(err);
+            } finally {
+              setBusy(false);
+            }
+          }}>{confirmLabel ?? label}</button>
+          <button type="button" onClick={() => dialog.current?.close()}>Cancel</button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
+  return (
+    <label class="field">
+      <span>{label}</span>
+      {children}
+      {hint ? <small>{hint}</small> : null}
+    </label>
+  );
+}
+
+export function formatBytes(n: number): string {
+  if (!Number.isFinite(n)) return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+export function formatNumber(n: number, digits = 0): string {
+  return Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '–';
+}

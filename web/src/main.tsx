@@ -1,0 +1,92 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { currentSession, isAdmin, isOps, logIn, logOut, onSessionChange, type Session } from './api';
+import { href, useRoute } from './router';
+import { ErrorBox, Field } from './components';
+import Dashboard from './pages/dashboard';
+import Streams from './pages/streams';
+import Projections from './pages/projections';
+import Subscriptions from './pages/subscriptions';
+import Admin from './pages/admin';
+import Users from './pages/users';
+import type { ViewProps } from './view';
+import './style.css';
+
+// The console's shell: the login form until a session exists, then the navigation and the view
+// the hash route names. Each view gets the route's segments after its own name.
+
+
+interface Area {
+  name: string;
+  title: string;
+  view: (props: ViewProps) => any;
+  /** Who sees it in the navigation (the node still checks every request). */
+  shown: (s: Session) => boolean;
+}
+
+const AREAS: Area[] = [
+  { name: '', title: 'Dashboard', view: Dashboard, shown: () => true },
+  { name: 'streams', title: 'Streams', view: Streams, shown: () => true },
+  { name: 'projections', title: 'Projections', view: Projections, shown: () => true },
+  { name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true },
+  { name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s) },
+  { name: 'users', title: 'Users', view: Users, shown: () => true },
+];
+
+function Login() {
+  const [user, setUser] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  return (
+    <main class="login">
+      <h1>SVC Event Store</h1>
+      <form aria-label="Log in" onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        setError(await logIn(user, password));
+        setBusy(false);
+      }}>
+        <Field label="User name">
+          <input name="user" autocomplete="username" required value={user} onInput={(e) => setUser(e.currentTarget.value)} />
+        </Field>
+        <Field label="Password">
+          <input name="password" type="password" autocomplete="current-password" required value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)} />
+        </Field>
+        <ErrorBox error={error ? new Error(error) : undefined} />
+        <button type="submit" disabled={busy}>Log in</button>
+      </form>
+    </main>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState<Session | undefined>(currentSession());
+  useEffect(() => onSessionChange(setSession), []);
+  const route = useRoute();
+  if (!session) return <Login />;
+  const area = AREAS.find((a) => a.name !== '' && a.name === route[0]) ?? AREAS[0];
+  const View = area.view;
+  return (
+    <>
+      <header>
+        <a class="brand" href={href()}>SVC Event Store</a>
+        <nav aria-label="Main">
+          {AREAS.filter((a) => a.shown(session)).map((a) => (
+            <a href={href(...(a.name ? [a.name] : []))} aria-current={a === area ? 'page' : undefined}>{a.title}</a>
+          ))}
+        </nav>
+        <span class="who">
+          {session.user}{isAdmin(session) ? ' (admin)' : ''}
+          <button type="button" class="link" onClick={() => { logOut(); location.hash = ''; }}>Log out</button>
+        </span>
+      </header>
+      <main>
+        <View path={area.name ? route.slice(1) : route} session={session} />
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app')!);
