@@ -28,3 +28,30 @@ function walk(srcDir: string, distDir: string, relative: string): string | undef
   }
   return undefined;
 }
+
+/**
+ * The same for the Admin UI: the first file under web/ newer than the console's build
+ * (dist/web/index.html, written last by vite), relative to the project, or undefined when current.
+ */
+export function staleConsole(distSrc = fileURLToPath(new URL('.', import.meta.url))): string | undefined {
+  const root = join(distSrc, '..', '..');
+  const web = join(root, 'web');
+  if (!existsSync(web)) return undefined;
+  const built = join(root, 'dist', 'web', 'index.html');
+  if (!existsSync(built)) return 'web';
+  return newerThan(web, statSync(built).mtimeMs, 'web');
+}
+
+function newerThan(dir: string, mtimeMs: number, relative: string): string | undefined {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(relative, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name === 'node_modules') continue;
+      const stale = newerThan(join(dir, entry.name), mtimeMs, path);
+      if (stale) return stale;
+    } else if (statSync(join(dir, entry.name)).mtimeMs > mtimeMs) {
+      return path;
+    }
+  }
+  return undefined;
+}

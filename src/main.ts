@@ -1,6 +1,6 @@
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { startNode, VERSION } from './node.js';
-import { staleSource } from './build-check.js';
+import { staleConsole, staleSource } from './build-check.js';
 import { restoreCommand } from './cli/restore.js';
 
 // `npm start` entry: read the configuration, start one node; SIGINT/SIGTERM shut it down
@@ -19,9 +19,10 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  const stale = staleSource();
+  const staleServer = staleSource();
+  const stale = staleServer ? `src/${staleServer}` : staleConsole();
   if (stale) {
-    process.stderr.write(`The build in dist/ is older than the sources (src/${stale} changed since): run \`npm run build\`, then start again.\n`);
+    process.stderr.write(`The build in dist/ is older than the sources (${stale} changed since): run \`npm run build\`, then start again.\n`);
     process.exit(2);
   }
   const read = () => loadConfig(argv, process.env);

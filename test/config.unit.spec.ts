@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, helpText, loadConfig, OPTIONS } from '../src/config/index.js';
-import { staleSource } from '../src/build-check.js';
+import { staleConsole, staleSource } from '../src/build-check.js';
 
 function yamlFile(text: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'svc-config-')), 'config.yaml');
@@ -111,6 +111,28 @@ describe('the build check of npm start', () => {
       const later = new Date(Date.now() + 60_000);
       utimesSync(join(root, 'src', 'main.ts'), later, later); // edited after the build
       expect(staleSource(distSrc)).toBe('main.ts');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('finds the Admin UI not built, or a file under web/ newer than its build', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-build-'));
+    try {
+      const distSrc = join(root, 'dist', 'src');
+      mkdirSync(distSrc, { recursive: true });
+      expect(staleConsole(distSrc)).toBeUndefined(); // an installed build without web/
+      mkdirSync(join(root, 'web', 'src'), { recursive: true });
+      writeFileSync(join(root, 'web', 'src', 'main.tsx'), '');
+      const old = new Date(Date.now() - 60_000);
+      utimesSync(join(root, 'web', 'src', 'main.tsx'), old, old);
+      expect(staleConsole(distSrc)).toBe('web');
+      mkdirSync(join(root, 'dist', 'web'), { recursive: true });
+      writeFileSync(join(root, 'dist', 'web', 'index.html'), '');
+      expect(staleConsole(distSrc)).toBeUndefined();
+      const later = new Date(Date.now() + 60_000);
+      utimesSync(join(root, 'web', 'src', 'main.tsx'), later, later);
+      expect(staleConsole(distSrc)).toBe(join('web', 'src', 'main.tsx'));
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
