@@ -55,7 +55,7 @@ async function resultOf(name: string, partition?: string): Promise<unknown> {
   return text === '' ? undefined : JSON.parse(text);
 }
 
-async function waitState(name: string, expected: unknown, partition?: string, timeoutMs = 5000): Promise<void> {
+async function waitState(name: string, expected: unknown, partition?: string, timeoutMs = 15_000): Promise<void> {
   await eventually(async () => expect(await stateOf(name, partition)).toEqual(expected), timeoutMs);
 }
 
