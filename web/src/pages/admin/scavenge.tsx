@@ -215,7 +215,7 @@ function RunningScavenge({ current, events, onStopped }: { current: Current; eve
 export function ScavengeSection({ live }: { live: boolean }) {
   const [current, setCurrent] = useState<Current>();
   const [last, setLast] = useState<{ scavengeId: string; scavengeResult: string }>();
-  const [recent, setRecent] = useState<FeedEvent[]>([]);
+  const [recent, setRecent] = useState<{ id: string; events: FeedEvent[] }>({ id: '', events: [] });
   const [history, setHistory] = useState<HistoryRow[]>();
   const [error, setError] = useState<unknown>();
   const [stopped, setStopped] = useState<string>();
@@ -232,7 +232,7 @@ export function ScavengeSection({ live }: { live: boolean }) {
       // The history changes when a scavenge starts or ends (and while one runs, its progress).
       const changed = seenId.current !== c.scavengeId || history === undefined;
       seenId.current = c.scavengeId;
-      if (c.scavengeId) setRecent((await readBackward(scavengeStream(c.scavengeId), 8)).reverse());
+      if (c.scavengeId) setRecent({ id: c.scavengeId, events: (await readBackward(scavengeStream(c.scavengeId), 8)).reverse() });
       if (changed || c.scavengeId) setHistory(historyRows(await readBackward('$scavenges', HISTORY_EVENTS)));
       setError(undefined);
     } catch (err) {
@@ -254,7 +254,7 @@ export function ScavengeSection({ live }: { live: boolean }) {
       <Failure error={error} />
       {stopped ? <Notice>Scavenge {stopped} stopped.</Notice> : null}
       {current === undefined ? <p class="muted">Loading…</p>
-        : runningId ? <RunningScavenge current={current} events={recent} onStopped={() => { setStopped(runningId); void refresh(); }} />
+        : runningId ? <RunningScavenge current={current} events={recent.id === runningId ? recent.events : []} onStopped={() => { setStopped(runningId); void refresh(); }} />
         : (
           <p data-testid="idle">
             No scavenge is running.
