@@ -23,8 +23,9 @@ export async function call(path: string, options: RequestOptions = {}): Promise<
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['Content-Type'] = options.contentType ?? 'application/json';
   }
-  // Revalidate rather than trust a cached page: a delete or new metadata changes what a page shows.
-  const res = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal, cache: 'no-cache' });
+  // Never a cached page: new metadata ($maxCount, $tb) or a delete changes what a page shows while
+  // its ETag (the stream's last event number) stays the same.
+  const res = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal, cache: 'no-store' });
   const text = await res.text();
   if (res.status >= 400) {
     let message = text.trim();
