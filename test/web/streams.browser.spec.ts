@@ -161,6 +161,21 @@ describe('a stream', () => {
     await gone(page.getByRole('button', { name: 'Append' }));
     expect((await http(c.node, `/streams/${other}`, { headers: { Accept: ATOM } })).status).toBe(410);
   });
+
+  it('shows a link event at its place in its stream, pointing at the event it links to', async () => {
+    const page = await logIn(c);
+    const target = uniq('target');
+    const links = uniq('links');
+    expect((await append(c.node, target, [newEvent('Real', { real: true })])).status).toBe(201);
+    expect((await append(c.node, links, [{ eventId: crypto.randomUUID(), eventType: '$>', data: `0@${target}` }])).status).toBe(201);
+    await goTo(c, `/streams/${links}`);
+    await until(rows, (r) => r.join() === `0@${links}`);
+    // The link resolves: the row shows the target's type and data, and leads to it.
+    await showsText(page.getByLabel(`Data of 0@${links}`, { exact: true }), '"real": true');
+    await page.getByRole('link', { name: `→ 0@${target}` }).click();
+    await shows(page.getByRole('heading', { name: `Event 0@${target}` }));
+    await showsText(page.getByLabel('Data', { exact: true }), '"real": true');
+  });
 });
 
 describe('finding streams and $all', () => {

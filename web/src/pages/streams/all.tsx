@@ -13,7 +13,7 @@ export function AllView({ page, session }: { page: string[]; session: Session })
     [admin, page.join('/')]);
   return (
     <section aria-labelledby="all-title" class="stream">
-      <p class="crumbs"><a href={href('streams')}>Streams</a></p>
+      <nav class="crumbs" aria-label="Breadcrumb"><a href={href('streams')}>Streams</a></nav>
       <h1 id="all-title">All events ($all)</h1>
       {!admin ? <p class="gone" role="status">Only admins can read $all.</p> : (
         <>
@@ -24,7 +24,7 @@ export function AllView({ page, session }: { page: string[]; session: Session })
           <ErrorBox error={feed.error} />
           {feed.data ? (
             <>
-              <Pager feed={feed.data} base={['streams', ALL]} />
+              <Pager feed={feed.data} base={['streams', ALL]} atHead={page.length === 0} />
               {feed.data.entries.length > 0
                 ? <EventsTable entries={feed.data.entries} caption="Events in $all, newest first" showStream />
                 : <p class="muted">No events on this page.</p>}

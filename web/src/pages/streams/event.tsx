@@ -13,7 +13,7 @@ export function EventView({ stream, number }: { stream: string; number: number }
   const content = e?.content;
   return (
     <section aria-labelledby="event-title" class="stream">
-      <p class="crumbs"><a href={href('streams')}>Streams</a> › <a href={href('streams', stream)}>{stream}</a></p>
+      <nav class="crumbs" aria-label="Breadcrumb"><a href={href('streams')}>Streams</a> › <a href={href('streams', stream)}>{stream}</a></nav>
       <h1 id="event-title">Event {number}@{stream}</h1>
       <nav class="pager row" aria-label="Events">
         {number > 0 ? <a href={href('streams', stream, number - 1)}>Previous event</a> : <span class="muted" aria-disabled="true">Previous event</span>}

@@ -36,7 +36,7 @@ export function StreamView({ stream, page, session: _session }: { stream: string
 
   return (
     <section aria-labelledby="stream-title" class="stream">
-      <p class="crumbs"><a href={href('streams')}>Streams</a></p>
+      <nav class="crumbs" aria-label="Breadcrumb"><a href={href('streams')}>Streams</a></nav>
       <h1 id="stream-title">Stream <span class="name">{stream}</span></h1>
 
       <section aria-labelledby="events-title">
@@ -55,7 +55,7 @@ export function StreamView({ stream, page, session: _session }: { stream: string
         )}
         {feed.data && !feed.error ? (
           <>
-            <Pager feed={feed.data} base={['streams', stream]} />
+            <Pager feed={feed.data} base={['streams', stream]} atHead={atHead} />
             {feed.data.entries.length > 0
               ? <EventsTable entries={feed.data.entries} caption={`Events of ${stream}, newest first`} />
               : <p class="muted">No events on this page.</p>}
