@@ -184,6 +184,8 @@ describe('finding streams and $all', () => {
     const tag = uniq('recent');
     const first = `${tag}-alpha`;
     const second = `${tag}-beta`;
+    // Enough events for $all to have three pages of 20 whatever ran before.
+    expect((await append(c.node, `${tag}-filler`, Array.from({ length: 45 }, () => newEvent('Filler')))).status).toBe(201);
     expect((await append(c.node, first, [newEvent('One', { who: 'alpha' })])).status).toBe(201);
     expect((await append(c.node, second, [newEvent('Two', { who: 'beta' })])).status).toBe(201);
     await goTo(c, '/streams');
@@ -214,6 +216,17 @@ describe('finding streams and $all', () => {
     await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Older' }).click();
     const older = await until(rows, (r) => r.length > 0 && r[0] !== headRows[0]);
     expect(older.some((r) => headRows.includes(r))).toBe(false);
+    // Forward from the start of the log: the oldest page ends with the log's first event, and has nothing older.
+    const pages = page.getByRole('navigation', { name: 'Pages' });
+    await pages.getByRole('link', { name: 'Oldest' }).click();
+    const oldest = await until(rows, (r) => r.length === 20 && r.join() !== older.join());
+    expect(await pages.getByRole('link', { name: 'Older' }).count()).toBe(0);
+    await pages.getByRole('link', { name: 'Newer' }).click();
+    const newer = await until(rows, (r) => r.length > 0 && r.join() !== oldest.join());
+    expect(newer.some((r) => oldest.includes(r))).toBe(false);
+    await pages.getByRole('link', { name: 'Newest' }).click();
+    await until(rows, (r) => r.join() === headRows.join());
+    expect(await pages.getByRole('link', { name: 'Newer' }).count()).toBe(0);
   });
 
   it('does not offer $all to a plain user, explains the recent list, and shows a refused stream without ending the session', async () => {

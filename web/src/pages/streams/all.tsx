@@ -24,7 +24,7 @@ export function AllView({ page, session }: { page: string[]; session: Session })
           <ErrorBox error={feed.error} />
           {feed.data ? (
             <>
-              <Pager feed={feed.data} base={['streams', ALL]} atHead={page.length === 0} />
+              <Pager feed={feed.data} base={['streams', ALL]} atHead={page.length === 0 || page[0] === 'head'} />
               {feed.data.entries.length > 0
                 ? <EventsTable entries={feed.data.entries} caption="Events in $all, newest first" showStream />
                 : <p class="muted">No events on this page.</p>}

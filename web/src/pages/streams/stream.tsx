@@ -32,7 +32,7 @@ export function StreamView({ stream, page, session: _session }: { stream: string
   const tb = meta.data?.status === 'ok' ? meta.data.doc?.$tb : undefined;
   const softDeleted = status === 404 && typeof tb === 'number' && tb >= SOFT_DELETED_TB;
   const hardDeleted = status === 410;
-  const atHead = page.length === 0;
+  const atHead = page.length === 0 || page[0] === 'head';
 
   return (
     <section aria-labelledby="stream-title" class="stream">
