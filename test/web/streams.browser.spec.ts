@@ -196,6 +196,16 @@ describe('finding streams and $all', () => {
     const listed = await recent.getByRole('link').allTextContents();
     expect(listed.indexOf(second)).toBeLessThan(listed.indexOf(first));
 
+    // System streams ($...) only when asked for.
+    const system = `$ui-${tag}`;
+    expect((await append(c.node, system, [newEvent('Internal')])).status).toBe(201);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByLabel('Include system streams').check();
+    await shows(recent.getByRole('link', { name: system }));
+    await page.getByLabel('Include system streams').uncheck();
+    await gone(recent.getByRole('link', { name: system }));
+    await shows(recent.getByRole('link', { name: second }));
+
     await page.getByLabel('Stream name').fill(`${tag}-al`);
     await gone(recent.getByRole('link', { name: second }));
     await shows(recent.getByRole('link', { name: first }));

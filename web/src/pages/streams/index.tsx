@@ -17,5 +17,5 @@ export default function Streams({ path, session }: ViewProps) {
   if (stream === undefined) return <StreamList session={session} />;
   if (stream === ALL) return <AllView page={rest.length === 3 ? rest : []} session={session} />;
   if (rest.length === 1 && /^\d+$/.test(rest[0])) return <EventView key={`${stream}/${rest[0]}`} stream={stream} number={Number(rest[0])} />;
-  return <StreamView key={stream} stream={stream} page={rest.length === 3 ? rest : []} session={session} />;
+  return <StreamView key={stream} stream={stream} page={rest.length === 3 ? rest : []} />;
 }

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiFailure, type Session } from '../../api';
+import { ApiFailure } from '../../api';
 import { ConfirmButton, ErrorBox, Field, Json, Notice, useAsync } from '../../components';
 import { href, navigate } from '../../router';
 import { call, ATOM, EVENTS, eventNumberOf, pagePath, SOFT_DELETED_TB, streamPath, type Feed } from './client';
@@ -23,7 +23,7 @@ async function readMetadata(stream: string, signal: AbortSignal): Promise<Metada
   }
 }
 
-export function StreamView({ stream, page, session: _session }: { stream: string; page: string[]; session: Session }) {
+export function StreamView({ stream, page }: { stream: string; page: string[] }) {
   const [tick, setTick] = useState(0);
   const refresh = () => setTick((t) => t + 1);
   const feed = useAsync((signal) => call(pagePath(stream, page), { accept: ATOM, signal }).then((r) => r.json<Feed>()), [stream, page.join('/'), tick]);
@@ -104,7 +104,7 @@ function AppendForm({ stream, onAppended }: { stream: string; onAppended: () => 
         headers: expected.trim() ? { 'SVC-ExpectedVersion': expected.trim() } : {},
       });
       const n = eventNumberOf(res.headers.get('Location'));
-      setDone(`Appended event ${n ?? ''} (${type.trim()}).`.replace('  ', ' '));
+      setDone(n === undefined ? `Appended a ${type.trim()} event.` : `Appended event ${n} (${type.trim()}).`);
       setExpected('');
       onAppended();
     } catch (err) {
