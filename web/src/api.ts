@@ -1,6 +1,6 @@
 // The console's one door to the node: every request carries the Basic credentials of the
 // session. They live in sessionStorage (gone when the tab closes), never in localStorage or a
-// cookie. A 401 ends the session: the app shows the login form again.
+// cookie. A 401 for wrong credentials ends the session: the app shows the login form again.
 
 const KEY = 'svc-console-session';
 
@@ -90,7 +90,7 @@ export interface Answer {
   json<T = any>(): T;
 }
 
-/** One request with the session's credentials; 4xx/5xx become ApiFailure (401 also ends the session). */
+/** One request with the session's credentials; 4xx/5xx become ApiFailure (a 401 for wrong credentials also ends the session). */
 export async function request(path: string, options: RequestOptions = {}): Promise<Answer> {
   const session = currentSession();
   const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...options.headers };
@@ -100,9 +100,12 @@ export async function request(path: string, options: RequestOptions = {}): Promi
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['Content-Type'] = options.contentType ?? 'application/json';
   }
-  const res = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal });
+  // Never from the HTTP cache: a console shows what the node holds now.
+  const res = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal, cache: 'no-store' });
   const text = await res.text();
-  if (res.status === 401 && session) setSession(undefined);
+  // Wrong credentials (an `X-Basic` challenge: the password changed, the user was disabled) end
+  // the session; a refusal of this one request (an ACL, a role) is only this request's error.
+  if (res.status === 401 && session && (res.headers.get('WWW-Authenticate') ?? '').startsWith('X-Basic')) setSession(undefined);
   if (res.status >= 400) throw new ApiFailure(res.status, res.statusText, text);
   return { status: res.status, headers: res.headers, text, json: () => (text ? JSON.parse(text) : undefined) };
 }
