@@ -13,6 +13,7 @@ import {
 // (edited in place), the configuration, the full statistics and the streams it emitted to.
 
 const isRunning = (status: string) => /^Running/.test(status);
+const OTHER = '\u0000other';
 const CATALOG_EVERY = 5; // catalogue streams are re-read every fifth refresh (10 s)
 
 export function ProjectionDetail({ name, session }: { name: string; session: Session }) {
@@ -231,19 +232,17 @@ function StateAndResult({ name, tick, partitioned, partitions }: { name: string;
       <h2 id="state-title">State and result</h2>
       {partitioned ? (
         <div class="row partition-picker">
-          <label class="inline">Partition{' '}
-            <select value={listed.includes(partition) || partition === '' ? partition : '\u0000other'} onChange={(e) => {
-              const v = e.currentTarget.value;
-              if (v !== '\u0000other') setPartition(v);
-            }}>
-              <option value="">(root partition)</option>
-              {listed.map((p) => <option key={p} value={p}>{p}</option>)}
-              {partition && !listed.includes(partition) ? <option value={'\u0000other'}>{partition} (typed)</option> : null}
-            </select>
-          </label>
-          <label class="inline">Partition name{' '}
-            <input value={partition} onChange={(e) => setPartition(e.currentTarget.value)} placeholder="type a partition" />
-          </label>
+          <label for="partition-pick">Partition</label>
+          <select id="partition-pick" value={listed.includes(partition) || partition === '' ? partition : OTHER} onChange={(e) => {
+            const v = e.currentTarget.value;
+            if (v !== OTHER) setPartition(v);
+          }}>
+            <option value="">(root partition)</option>
+            {listed.map((p) => <option key={p} value={p}>{p}</option>)}
+            {partition && !listed.includes(partition) ? <option value={OTHER}>{partition} (typed)</option> : null}
+          </select>
+          <label for="partition-name">Partition name</label>
+          <input id="partition-name" value={partition} onChange={(e) => setPartition(e.currentTarget.value)} placeholder="type a partition" />
           <span class="muted">
             {partitions?.refused ?? `${formatNumber(listed.length)} partition${listed.length === 1 ? '' : 's'} listed from $projections-${name}-partitions${partitions?.more ? ` (the newest ${CATALOG_PAGE}; type any other)` : ''}.`}
           </span>
