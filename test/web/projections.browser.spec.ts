@@ -140,9 +140,17 @@ describe('one projection', () => {
     await showsText(status, /^Stopped/);
     expect(await statusOf(c, name)).toMatch(/^Stopped/);
     expect(await page.getByRole('button', { name: 'Disable' }).isDisabled()).toBe(true);
-
+    // Stopped, it falls behind the log as events arrive: the lag shown grows (its tooltip gives the bytes) ...
+    const lag = page.locator('[data-figure="lag"]');
+    const lagBytes = async () => Number(((await lag.getAttribute('title')) ?? '').replace(/[^\d]/g, '') || NaN);
+    const stopped = await until(lagBytes, (n) => Number.isFinite(n));
+    expect((await append(c.node, uniq('cmd-s'), [newEvent(type, { n: 3 })])).status).toBe(201);
+    await until(lagBytes, (n) => n > stopped);
     await page.getByRole('button', { name: 'Enable' }).click();
     await showsText(status, /^Running/);
+    // ... and catches up once enabled.
+    await showsText(page.getByLabel('State', { exact: true }), /"count": 3/);
+    await showsText(lag, /^0 B$/);
 
     // Reset asks first; cancelling changes nothing.
     const version = async () => (await (await http(c.node, `/projection/${name}/statistics`)).json()).projections[0].version as number;
@@ -157,10 +165,10 @@ describe('one projection', () => {
     await dialog.getByRole('button', { name: 'Reset projection' }).click();
     await shows(page.getByText('Reset.'));
     await until(version, (v) => v > before);
-    // It starts again from the beginning: a new run counts the two events again.
+    // It starts again from the beginning: a new run counts the three events again.
     await showsText(status, /^Running/);
     const state = page.getByLabel('State', { exact: true });
-    await until(() => state.textContent(), (t) => !!t && t !== firstRun && /"count": 2,/.test(t));
+    await until(() => state.textContent(), (t) => !!t && t !== firstRun && /"count": 3,/.test(t));
     expect(await page.evaluate(() => location.hash)).toBe(`#/projections/${name}`);
 
     await page.getByRole('button', { name: 'Abort' }).click();
@@ -225,5 +233,30 @@ describe('one projection', () => {
     await shows(list.getByRole('link', { name: `copy-${b}` }));
     await list.getByRole('link', { name: `copy-${b}` }).click();
     expect(await page.evaluate(() => location.hash)).toBe(`#/streams/copy-${b}`);
+  });
+});
+
+describe('a user who is not an operator', () => {
+  it('sees the projections and their state, may not change them, and stays logged in', async () => {
+    const name = uniq('ro');
+    const type = uniq('Ro').replace(/-/g, '_');
+    await createProjection(c, name, counter(type));
+    expect((await append(c.node, uniq('ro-s'), [newEvent(type, { n: 4 })])).status).toBe(201);
+    const login = uniq('viewer');
+    const created = await http(c.node, '/users/', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ loginName: login, fullName: 'Viewer', password: 'pw', groups: [] }),
+    });
+    expect(created.status).toBe(201);
+    const page = await logIn(c, login, 'pw');
+    await goTo(c, `/projections/${name}`);
+    await showsText(page.getByLabel('State', { exact: true }), /"count": 1/);
+    await shows(page.getByText('Only operators and admins may change this projection.'));
+    await gone(page.getByRole('button', { name: 'Disable' }));
+    await gone(page.getByRole('button', { name: 'Save query' }));
+    // The creation form offers what such a user may create: transient queries.
+    await goTo(c, '/projections/new');
+    expect(await page.getByLabel('Mode').locator('option').allTextContents()).toEqual(['Transient (query)']);
+    await shows(page.getByRole('navigation', { name: 'Main' }));
   });
 });

@@ -95,7 +95,7 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
         <div><dt>Status</dt><dd data-figure="status">{stats.status}</dd></div>
         <div><dt>Mode</dt><dd data-figure="mode">{modeTitle(stats.mode)}</dd></div>
         <div><dt>Progress</dt><dd data-figure="progress">{stats.progress < 0 ? 'unknown' : `${formatNumber(stats.progress, 1)} %`}</dd></div>
-        <div><dt>Lag behind the log</dt><dd data-figure="lag">{Number.isFinite(lag) ? formatBytes(lag) : '–'}</dd></div>
+        <div><dt>Lag behind the log</dt><dd data-figure="lag" title={Number.isFinite(lag) ? `${formatNumber(lag)} bytes of log still to read` : undefined}>{Number.isFinite(lag) ? formatBytes(lag) : '–'}</dd></div>
         <div><dt>Position</dt><dd data-figure="position">{stats.position}</dd></div>
         <div><dt>Last checkpoint</dt><dd>{stats.lastCheckpoint}</dd></div>
         <div><dt>Events processed</dt><dd data-figure="processed">{formatNumber(stats.eventsProcessedAfterRestart)}</dd></div>
@@ -269,10 +269,11 @@ function QuerySection({ name, mode, config, allowed, onSaved }: { name: string; 
   const [error, setError] = useState<unknown>();
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
+  // The stored query fills the editor once; later reloads of the config leave the user's text alone.
+  // (Index.tsx keys the detail view by name, so another projection gets a fresh editor.)
   useEffect(() => {
     if (config && text === undefined) { setText(config.query); setEmit(!!config.emitEnabled); }
-  }, [config]);
-  useEffect(() => { setText(undefined); setError(undefined); setSaved(false); }, [name]);
+  }, [config, text]);
   const syntax = syntaxErrorOf(error);
   if (text === undefined) return <><h2>Query</h2><p class="muted">Loading…</p></>;
   const changed = config ? text !== config.query || emit !== !!config.emitEnabled : false;

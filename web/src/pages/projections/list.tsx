@@ -74,7 +74,7 @@ export function ProjectionList() {
                     {p.progress < 0 ? 'unknown' : `${formatNumber(p.progress, 1)} %`}
                   </td>
                   <td class="num">{p.position}</td>
-                  <td class="num" data-cell="lag">{Number.isFinite(lag) ? formatBytes(lag) : '–'}</td>
+                  <td class="num" data-cell="lag" title={Number.isFinite(lag) ? `${formatNumber(lag)} bytes of log still to read` : undefined}>{Number.isFinite(lag) ? formatBytes(lag) : '–'}</td>
                   <td class="num">{formatNumber(p.eventsProcessedAfterRestart)}</td>
                   <td class="num">{formatNumber(p.bufferedEvents)}</td>
                 </tr>
