@@ -86,6 +86,19 @@ describe('creating a projection', () => {
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('new-query');
     expect((await http(c.node, `/projection/${name}/statistics`)).status).toBe(404);
 
+    // In a long query the editor scrolls to the error's line.
+    const long = Array.from({ length: 60 }, (_, i) => `// line ${i + 1}`);
+    long[44] = 'fromAll().when({ $any: function (s, e) { return s; ) });';
+    await editor.fill(long.join('\n'));
+    await page.getByRole('button', { name: 'Create' }).click();
+    await showsText(alert, /Syntax error at line 45,/);
+    const marked = page.locator('.query-gutter .error-line');
+    await showsText(marked, /^45$/);
+    const [box, mark] = [await editor.boundingBox(), await marked.boundingBox()];
+    expect(mark!.y).toBeGreaterThanOrEqual(box!.y);
+    expect(mark!.y + mark!.height).toBeLessThanOrEqual(box!.y + box!.height);
+    await editor.fill(query);
+
     // Fixed, it is created.
     await editor.fill(query.replace(';; )', ';'));
     await page.getByRole('button', { name: 'Create' }).click();
@@ -254,9 +267,21 @@ describe('a user who is not an operator', () => {
     await shows(page.getByText('Only operators and admins may change this projection.'));
     await gone(page.getByRole('button', { name: 'Disable' }));
     await gone(page.getByRole('button', { name: 'Save query' }));
-    // The creation form offers what such a user may create: transient queries.
+    // The creation form offers what such a user may create: transient queries. Without a name,
+    // the node names it; the query runs to the end of its stream and shows its state.
+    const stream = uniq('ro-q');
+    expect((await append(c.node, stream, [newEvent('Seen'), newEvent('Seen'), newEvent('Other')])).status).toBe(201);
     await goTo(c, '/projections/new');
     expect(await page.getByLabel('Mode').locator('option').allTextContents()).toEqual(['Transient (query)']);
+    await page.getByLabel('Query', { exact: true }).fill(`fromStream('${stream}').when({
+  $init: function () { return { seen: 0 }; },
+  Seen: function (s) { s.seen += 1; }
+});`);
+    await page.getByRole('button', { name: 'Create' }).click();
+    await showsText(page.locator('[data-figure="mode"]'), 'Transient');
+    await showsText(page.locator('[data-figure="status"]'), /^Completed/);
+    await showsText(page.getByLabel('State', { exact: true }), /"seen": 2/);
+    expect(await page.evaluate(() => location.hash)).toMatch(/^#\/projections\/[0-9a-f-]{36}$/);
     await shows(page.getByRole('navigation', { name: 'Main' }));
   });
 });
