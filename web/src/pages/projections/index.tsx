@@ -1,6 +1,14 @@
 import type { ViewProps } from '../../view';
+import { CreateProjection } from './create';
+import { ProjectionDetail } from './detail';
+import { ProjectionList } from './list';
+import './projections.css';
 
-// The projections views: being built (issue 16).
-export default function Projections(_props: ViewProps) {
-  return <section><h1>Projections</h1></section>;
+// The projections views: `#/projections` (the list), `#/projections/new` (the creation form),
+// `#/projections/{name}` (one projection; `#/projections/{name}/details` works for any name,
+// including one called `new`).
+export default function Projections({ path, session }: ViewProps) {
+  if (path.length === 0) return <ProjectionList />;
+  if (path.length === 1 && path[0] === 'new') return <CreateProjection session={session} />;
+  return <ProjectionDetail key={path[0]} name={path[0]} session={session} />;
 }
