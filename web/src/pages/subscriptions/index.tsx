@@ -90,7 +90,7 @@ function CreateForm({ stream, onCreated }: { stream?: string; onCreated: (stream
         <Field label="Stream"><input name="stream" required value={target} onInput={(e) => setTarget(e.currentTarget.value)} /></Field>
         <Field label="Group"><input name="group" required value={group} onInput={(e) => setGroup(e.currentTarget.value)} /></Field>
       </div>
-      <SettingsFields value={settings} onChange={setSettings} />
+      <SettingsFields id="new-sub" value={settings} onChange={setSettings} />
       <Failure error={error} />
       <div class="row">
         <button type="submit" disabled={busy}>Create subscription</button>
@@ -229,7 +229,7 @@ function EditForm({ stream, group, config, onSaved }: { stream: string; group: s
     }}>
       <h2>Settings</h2>
       <p class="muted">Updating restarts the group from its last checkpoint: messages in flight are delivered again.</p>
-      <SettingsFields value={settings} onChange={(s) => { setSettings(s); setSaved(false); }} />
+      <SettingsFields id="edit-sub" value={settings} onChange={(s) => { setSettings(s); setSaved(false); }} />
       <Failure error={error} />
       {saved ? <Notice>Settings saved.</Notice> : null}
       <div class="row">

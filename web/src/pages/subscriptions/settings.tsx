@@ -76,16 +76,20 @@ export function toBody(s: Settings): Record<string, unknown> {
   return body;
 }
 
-export function SettingsFields({ value, onChange }: { value: Settings; onChange: (s: Settings) => void }) {
+export function SettingsFields({ id, value, onChange }: { id: string; value: Settings; onChange: (s: Settings) => void }) {
   const set = <K extends keyof Settings>(key: K, v: Settings[K]) => onChange({ ...value, [key]: v });
   return (
     <fieldset class="sub-settings">
       <legend>Settings</legend>
       <div class="sub-grid">
         {NUMBERS.map(({ key, label, hint }) => (
-          <Field label={label} hint={hint} key={key}>
-            <input name={key} inputMode="numeric" value={value[key]} onInput={(e) => set(key, e.currentTarget.value)} />
-          </Field>
+          <div class="field" key={key}>
+            {/* The hint describes the input rather than being part of its name. */}
+            <label for={`${id}-${key}`}>{label}</label>
+            <input id={`${id}-${key}`} name={key} inputMode="numeric" value={value[key]} aria-describedby={hint ? `${id}-${key}-hint` : undefined}
+              onInput={(e) => set(key, e.currentTarget.value)} />
+            {hint ? <small id={`${id}-${key}-hint`}>{hint}</small> : null}
+          </div>
         ))}
         <Field label="Consumer strategy">
           <select name="namedConsumerStrategy" value={value.namedConsumerStrategy}
