@@ -57,8 +57,15 @@ describe('persistent subscriptions in the console', () => {
     await parked.getByText('Show').first().click();
     await showsText(parked.getByLabel(`Data of 1@${stream}`), /"n": 1/);
 
-    // Replayed from the console: the parked count drops, the retry buffer holds them ...
-    await page.getByRole('button', { name: 'Replay parked messages' }).click();
+    // Replayed from the console (a bad stop position is the node's 400, shown at the form): the
+    // parked count drops, the retry buffer holds them ...
+    const replay = page.getByRole('form', { name: 'Replay parked messages' });
+    await replay.getByLabel('Stop before parked event number').fill('-1');
+    await replay.getByRole('button', { name: 'Replay parked messages' }).click();
+    await showsText(replay.getByRole('alert'), /400 .*stopAt should be a properly formed positive long/);
+    await showsText(page.locator('[data-figure="parked"]'), /^2$/);
+    await replay.getByLabel('Stop before parked event number').fill('');
+    await replay.getByRole('button', { name: 'Replay parked messages' }).click();
     await shows(page.getByText('Replay started'));
     await showsText(page.locator('[data-figure="parked"]'), /^0$/);
     await showsText(page.locator('[data-figure="retry-buffer"]'), /^2$/);

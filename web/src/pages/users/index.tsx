@@ -145,7 +145,7 @@ function Account({ login, session }: { login: string; session: Session }) {
           </dl>
           {admin ? (
             <>
-              <EditUser key={u.dateLastUpdated} account={u} onSaved={account.reload} />
+              <EditUser key={u.loginName} account={u} onSaved={account.reload} />
               <EnableDisable account={u} self={self} onChanged={account.reload} />
               <ResetPassword login={u.loginName} self={self} />
             </>
