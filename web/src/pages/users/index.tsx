@@ -145,7 +145,7 @@ function Account({ login, session }: { login: string; session: Session }) {
           </dl>
           {admin ? (
             <>
-              <EditUser key={u.loginName} account={u} onSaved={account.reload} />
+              <EditUser key={u.loginName} account={u} self={self} onSaved={account.reload} />
               <EnableDisable account={u} self={self} onChanged={account.reload} />
               <ResetPassword login={u.loginName} self={self} />
             </>
@@ -167,7 +167,7 @@ function Account({ login, session }: { login: string; session: Session }) {
   );
 }
 
-function EditUser({ account, onSaved }: { account: Account; onSaved: () => void }) {
+function EditUser({ account, self, onSaved }: { account: Account; self: boolean; onSaved: () => void }) {
   const [fullName, setFullName] = useState(account.fullName);
   const [groups, setGroups] = useState(account.groups.join(', '));
   const action = useAction();
@@ -177,7 +177,8 @@ function EditUser({ account, onSaved }: { account: Account; onSaved: () => void 
       void action.run(async () => {
         await request(userPath(account.loginName), { method: 'PUT', body: { fullName, groups: parseGroups(groups) } });
         onSaved();
-        return 'Saved.';
+        // The console chose its views from the groups the session started with.
+        return self ? 'Saved. Log in again for the console to offer the views of your new groups.' : 'Saved.';
       });
     }}>
       <h2>Name and groups</h2>
