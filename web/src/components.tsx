@@ -1,5 +1,5 @@
-import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { cloneElement, isValidElement, type ComponentChildren } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiFailure } from './api';
 
 // Building blocks every view shares: async loading with errors shown, polling, pretty JSON,
@@ -99,13 +99,18 @@ export function ConfirmButton({ label, question, confirmLabel, onConfirm, danger
   );
 }
 
+/** A labelled input; a hint describes the input (aria-describedby) without becoming part of its name. */
 export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
+  const id = useId();
+  const described = hint && isValidElement(children) ? cloneElement(children, { 'aria-describedby': id } as Record<string, unknown>) : children;
   return (
-    <label class="field">
-      <span>{label}</span>
-      {children}
-      {hint ? <small>{hint}</small> : null}
-    </label>
+    <div class="field">
+      <label>
+        <span>{label}</span>
+        {described}
+      </label>
+      {hint ? <small id={id}>{hint}</small> : null}
+    </div>
   );
 }
 
