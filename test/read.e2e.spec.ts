@@ -652,6 +652,26 @@ describe('caching and conditional GET', () => {
     expect(titles(await changed.json())[0]).toBe(`3@${s}`);
   });
 
+  it('new metadata changes the head page ETag: a client holding the old page gets the new one', async () => {
+    const s = unique('etag-meta');
+    await appendN(s, 3);
+    const first = await get(`/streams/${s}`);
+    const etag = first.headers.get('etag')!;
+    expect(titles(await first.json())).toHaveLength(3);
+    const meta = await http(t, `/streams/${s}/metadata`, {
+      method: 'POST', headers: { 'Content-Type': 'application/vnd.eventstore.events+json' },
+      body: JSON.stringify([newEvent('$metadata', { $maxCount: 1 })]),
+    });
+    expect(meta.status).toBe(201);
+    const after = await get(`/streams/${s}`, ATOM_JSON, { 'If-None-Match': etag });
+    expect(after.status).toBe(200);
+    expect(after.headers.get('etag')).toMatch(/^"2;-?\d+"$/);
+    expect(after.headers.get('etag')).not.toBe(etag);
+    expect(titles(await after.json())).toEqual([`2@${s}`]);
+    const again = await get(`/streams/${s}`, ATOM_JSON, { 'If-None-Match': after.headers.get('etag')! });
+    expect(again.status).toBe(304);
+  });
+
   it('the ETag depends on the media type', async () => {
     const s = unique('etag-type');
     await appendN(s, 2);

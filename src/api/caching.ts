@@ -2,7 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 // Conditional GET and Cache-Control for reads: pages that can never change are cacheable for a
 // year; the head of a stream carries an ETag "<version>;<hash of the media type>" and answers
-// 304 when the client already has it.
+// 304 when the client already has it. A stream whose metadata was ever written hashes the
+// metadata's version with the media type: new metadata ($maxCount, $tb, $acl) changes what the
+// head page shows without a new event, and a client holding the old page must get the new one.
 
 const IMMUTABLE = 'max-age=31536000, private';
 const NO_CACHE = 'max-age=0, no-cache, must-revalidate';
@@ -17,11 +19,12 @@ export function mediaTypeHash(mediaType: string): number {
   return h | 0;
 }
 
-export function etagOf(version: number, mediaType: string): string {
-  return `${version};${mediaTypeHash(mediaType)}`;
+/** The ETag of a stream's head page: its last event number, and its media type (with the metadata's version, when it has metadata). */
+export function etagOf(version: number, mediaType: string, metadataVersion = -1): string {
+  return `${version};${mediaTypeHash(metadataVersion >= 0 ? `${mediaType};metadata=${metadataVersion}` : mediaType)}`;
 }
 
-export type Cacheability = { immutable: true } | { immutable: false; version: number; maxAge?: number };
+export type Cacheability = { immutable: true } | { immutable: false; version: number; maxAge?: number; metadataVersion?: number };
 
 /** Sets the caching headers; true when the client's copy is current and a 304 was sent. */
 export function applyCaching(req: FastifyRequest, reply: FastifyReply, mediaType: string, c: Cacheability,
@@ -31,7 +34,7 @@ export function applyCaching(req: FastifyRequest, reply: FastifyReply, mediaType
     reply.header('Cache-Control', disabled ? NO_CACHE : IMMUTABLE);
     return false;
   }
-  const etag = etagOf(c.version, mediaType);
+  const etag = etagOf(c.version, mediaType, c.metadataVersion);
   const ifNoneMatch = req.headers['if-none-match'];
   if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '').replace(/"/g, '') === etag)) {
     reply.code(304).header('Cache-Control', NO_CACHE).send();

@@ -97,10 +97,10 @@ function feedFor(base: string, r: PageRequest, page: Extract<StreamPage, { statu
   };
 }
 
-function cacheabilityOf(r: PageRequest, page: Extract<StreamPage, { status: 'ok' }>): Cacheability {
+function cacheabilityOf(r: PageRequest, page: Extract<StreamPage, { status: 'ok' }>, metadataVersion: number): Cacheability {
   const last = page.lastEventNumber;
   const immutable = r.direction === 'backward' ? !r.head && r.from <= last : last + 1 >= r.from + r.count;
-  return immutable ? { immutable: true } : { immutable: false, version: last, maxAge: page.metadata.cacheControl };
+  return immutable ? { immutable: true } : { immutable: false, version: last, maxAge: page.metadata.cacheControl, metadataVersion };
 }
 
 async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: PageRequest, mediaType: string) {
@@ -114,10 +114,11 @@ async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyRepl
     (rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId));
   if (page.status === 'deleted') throw new ApiError('DELETED');
   if (page.status === 'noStream') throw new ApiError('NOT_FOUND');
-  const cache = cacheabilityOf(r, page);
+  const metadataVersion = ctx.store.streamInfo(metastreamOf(r.streamId))?.lastEventNumber ?? -1;
+  const cache = cacheabilityOf(r, page, metadataVersion);
   if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
   const base = baseUrl(req);
-  const etag = r.direction === 'backward' && r.head ? etagOf(page.lastEventNumber, mediaType) : null;
+  const etag = r.direction === 'backward' && r.head ? etagOf(page.lastEventNumber, mediaType, metadataVersion) : null;
   const feed = feedFor(base, r, page, etag);
   return sendFeed(reply, base, mediaType, feed, req);
 }
