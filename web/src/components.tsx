@@ -64,7 +64,7 @@ export function Json({ value, label }: { value: unknown; label?: string }) {
   } else {
     shown = value === undefined ? '' : JSON.stringify(value, null, 2);
   }
-  return <pre class="json" aria-label={label}>{shown}</pre>;
+  return <pre class="json" role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
 }
 
 /** A button that asks first: its dialog names the action and needs a second click. */

@@ -252,11 +252,11 @@ function StateAndResult({ name, tick, partitioned, partitions }: { name: string;
       <div class="two-columns">
         <div>
           <h3>State{partition ? ` of ${partition}` : ''}</h3>
-          {state === '' ? <p class="muted" aria-label="State">No state yet.</p> : <Json value={state} label="State" />}
+          {state === '' ? <p class="muted" role="group" aria-label="State">No state yet.</p> : <Json value={state} label="State" />}
         </div>
         <div>
           <h3>Result{partition ? ` of ${partition}` : ''}</h3>
-          {result === '' ? <p class="muted" aria-label="Result">No result.</p> : <Json value={result} label="Result" />}
+          {result === '' ? <p class="muted" role="group" aria-label="Result">No result.</p> : <Json value={result} label="Result" />}
         </div>
       </div>
     </>
