@@ -106,7 +106,14 @@ export async function request(path: string, options: RequestOptions = {}): Promi
   // Wrong credentials (an `X-Basic` challenge: the password changed, the user was disabled) end
   // the session; a refusal of this one request (an ACL, a role) is only this request's error.
   if (res.status === 401 && session && (res.headers.get('WWW-Authenticate') ?? '').startsWith('X-Basic')) setSession(undefined);
-  if (res.status >= 400) throw new ApiFailure(res.status, res.statusText, text);
+  if (res.status >= 400) {
+    // Explanations the node gives in headers or only by status become the error's text.
+    let message = text.trim();
+    const current = res.headers.get('SVC-CurrentVersion');
+    if (!message && current !== null) message = `The stream's current version is ${current}.`;
+    if (!message && res.status === 401) message = session ? 'Access denied: your user may not do this.' : 'Log in first.';
+    throw new ApiFailure(res.status, res.statusText, message);
+  }
   return { status: res.status, headers: res.headers, text, json: () => (text ? JSON.parse(text) : undefined) };
 }
 

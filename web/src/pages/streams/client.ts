@@ -1,11 +1,6 @@
-import { ApiFailure, currentSession, logOut, seg, type Answer, type RequestOptions } from '../../api';
+import { request, seg } from '../../api';
 
-// The streams views' requests. Like api.ts's `request`, with two differences that matter here:
-// a 401 that only means "this stream's ACL refuses you" (the node answers it with a
-// `BasicCustom` challenge) is shown as an error instead of ending the session — a plain user
-// opening a system stream must not be logged out — while a 401 for bad credentials (`X-Basic`)
-// still ends it; and the node's explanations that travel in headers (the current version on a
-// wrong expected version) are put into the error's text.
+// What the streams views share: media types, the feed's shape, paths and page links.
 
 export const ATOM = 'application/vnd.eventstore.atom+json';
 export const EVENTS = 'application/vnd.eventstore.events+json';
@@ -14,31 +9,8 @@ export const EMBED = 'embed=tryharder';
 export const PAGE_SIZE = 20;
 export const ALL = '$all';
 
-export async function call(path: string, options: RequestOptions = {}): Promise<Answer> {
-  const session = currentSession();
-  const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...options.headers };
-  if (session) headers.Authorization = session.authorization;
-  let body: string | undefined;
-  if (options.body !== undefined) {
-    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
-    headers['Content-Type'] = options.contentType ?? 'application/json';
-  }
-  // Never a cached page: new metadata ($maxCount, $tb) or a delete changes what a page shows while
-  // its ETag (the stream's last event number) stays the same.
-  const res = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal, cache: 'no-store' });
-  const text = await res.text();
-  if (res.status >= 400) {
-    let message = text.trim();
-    if (res.status === 401) {
-      if ((res.headers.get('WWW-Authenticate') ?? '').startsWith('X-Basic')) logOut();
-      message ||= 'Access denied: your user may not do this on this stream.';
-    }
-    const current = res.headers.get('SVC-CurrentVersion');
-    if (current !== null && !message) message = `The stream's current version is ${current}.`;
-    throw new ApiFailure(res.status, res.statusText, message);
-  }
-  return { status: res.status, headers: res.headers, text, json: () => (text ? JSON.parse(text) : undefined) };
-}
+/** The console's request (api.ts): the session's credentials, never the HTTP cache, the node's explanations as errors. */
+export const call = request;
 
 export interface FeedLink { uri: string; relation: string }
 

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiFailure, currentSession, seg } from '../../api';
+import { ApiFailure, getJson, seg } from '../../api';
 import { ErrorBox, Json, useAsync, useInterval } from '../../components';
 import { href } from '../../router';
 
@@ -32,21 +32,14 @@ export function Parked({ stream, group, tick }: { stream: string; group: string;
   const first = `/streams/${seg(parkedStream(stream, group))}/head/backward/${PAGE}`;
   const [at, setAt] = useState(first);
   const page = useAsync<Page>(async (signal) => {
-    // fetch rather than request(): the parked stream is a system stream, and the node answers 401
-    // to a user who may not read it, which request() would take for an expired session.
-    // no-store: hiding handled messages changes the stream's metadata, not its last event, so the
-    // feed's ETag stays the same and a revalidated copy would show them still.
-    const res = await fetch(withBody(at), { headers: { Accept: ATOM, Authorization: currentSession()?.authorization ?? '' }, signal, cache: 'no-store' });
-    const text = await res.text();
-    if (res.status === 401) throw new Error('Your account may not read the parked messages (a system stream, admins only by default).');
     try {
-      if (res.status >= 400) throw new ApiFailure(res.status, res.statusText, text);
-      const feed = JSON.parse(text);
+      const feed = await getJson(withBody(at), { accept: ATOM, signal });
       const linkTo = (rel: string) => local(feed.links?.find((l: any) => l.relation === rel)?.uri);
       return { entries: feed.entries ?? [], older: linkTo('next'), newer: at === first ? undefined : linkTo('previous') };
     } catch (err) {
       // No parked stream yet (or deleted with its group): nothing parked.
       if (err instanceof ApiFailure && (err.status === 404 || err.status === 410)) return { entries: [] };
+      if (err instanceof ApiFailure && err.status === 401) throw new Error('Your account may not read the parked messages (a system stream, admins only by default).');
       throw err;
     }
   }, [at, tick]);

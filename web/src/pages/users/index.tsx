@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiFailure, currentSession, getJson, isAdmin, logOut, request, seg, type Session } from '../../api';
+import { ApiFailure, getJson, isAdmin, logOut, request, seg, type Session } from '../../api';
 import { ConfirmButton, ErrorBox, Field, Notice, errorText, useAsync } from '../../components';
 import { href, navigate } from '../../router';
 import type { ViewProps } from '../../view';
@@ -271,14 +271,12 @@ function ChangePassword({ login }: { login: string }) {
         return;
       }
       void action.run(async () => {
-        const res = await fetch(`${userPath(login)}/command/change-password`, {
-          method: 'POST',
-          headers: { Authorization: currentSession()?.authorization ?? '', 'Content-Type': 'application/json', Accept: 'application/json' },
-          body: JSON.stringify({ currentPassword: current, newPassword: next }),
-        });
-        const text = await res.text();
-        if (res.status === 401) throw new Error('The current password is wrong.');
-        if (res.status >= 400) throw new ApiFailure(res.status, res.statusText, text);
+        try {
+          await request(`${userPath(login)}/command/change-password`, { method: 'POST', body: { currentPassword: current, newPassword: next } });
+        } catch (err) {
+          if (err instanceof ApiFailure && err.status === 401) throw new Error('The current password is wrong.');
+          throw err;
+        }
         return 'Password changed. Your session used the old password: log in again with the new one.';
       });
     }}>
