@@ -40,6 +40,26 @@ export function useInterval(fn: () => void, ms: number): void {
   }, [ms]);
 }
 
+/**
+ * Runs `load` at once and then every `ms` while `active`, never two at a time (a slow node is not
+ * asked again before it answers). Returns the last run's error (undefined after a success) and
+ * `refresh`, to run it now (after an action changed what it shows).
+ */
+export function usePoll(load: () => Promise<void>, ms: number, active = true): { error: unknown; refresh: () => void } {
+  const [error, setError] = useState<unknown>();
+  const busy = useRef(false);
+  const saved = useRef(load);
+  saved.current = load;
+  const refresh = useCallback(() => {
+    if (busy.current) return;
+    busy.current = true;
+    saved.current().then(() => setError(undefined), setError).finally(() => { busy.current = false; });
+  }, []);
+  useEffect(refresh, []);
+  useInterval(() => { if (active) refresh(); }, ms);
+  return { error, refresh };
+}
+
 /** An error as the user should read it: the node's message when it sent one. */
 export function errorText(error: unknown): string {
   if (error instanceof ApiFailure) return `${error.status} ${error.statusText}${error.body.trim() ? `: ${error.body.trim()}` : ''}`;

@@ -1,8 +1,7 @@
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { getJson } from '../api';
-import { ErrorBox, formatBytes, formatNumber, useInterval } from '../components';
+import { ErrorBox, formatBytes, formatNumber, usePoll } from '../components';
 import type { ViewProps } from '../view';
-import { useEffect } from 'preact/hooks';
 
 // Node info and the figures an operator watches, from GET /info, /stats and /gossip every two
 // seconds. Rates are differences between two samples of the node's counters.
@@ -25,27 +24,13 @@ export default function Dashboard(_props: ViewProps) {
   const [info, setInfo] = useState<any>();
   const [members, setMembers] = useState<any[]>([]);
   const [samples, setSamples] = useState<Sample[]>([]);
-  const [error, setError] = useState<unknown>();
-  const busy = useRef(false);
-
-  const refresh = async () => {
-    if (busy.current) return;
-    busy.current = true;
-    try {
-      const [i, stats, gossip] = await Promise.all([getJson('/info'), getJson('/stats'), getJson('/gossip').catch(() => undefined)]);
-      setInfo(i);
-      setMembers(gossip?.members ?? []);
-      const sample = { at: performance.now(), written: stats?.svc?.writer?.recordsWritten ?? 0, read: readCount(stats), stats };
-      setSamples((s) => [...s.slice(-1), sample]);
-      setError(undefined);
-    } catch (err) {
-      setError(err);
-    } finally {
-      busy.current = false;
-    }
-  };
-  useEffect(() => { void refresh(); }, []);
-  useInterval(() => void refresh(), REFRESH_MS);
+  const { error } = usePoll(async () => {
+    const [i, stats, gossip] = await Promise.all([getJson('/info'), getJson('/stats'), getJson('/gossip').catch(() => undefined)]);
+    setInfo(i);
+    setMembers(gossip?.members ?? []);
+    const sample = { at: performance.now(), written: stats?.svc?.writer?.recordsWritten ?? 0, read: readCount(stats), stats };
+    setSamples((s) => [...s.slice(-1), sample]);
+  }, REFRESH_MS);
 
   const last = samples[samples.length - 1];
   const prev = samples.length > 1 ? samples[0] : undefined;

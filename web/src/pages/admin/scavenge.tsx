@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson, request, seg } from '../../api';
-import { Field, formatBytes, formatNumber, Notice, useInterval } from '../../components';
+import { Field, formatBytes, formatNumber, Notice, useInterval, usePoll } from '../../components';
 import { href } from '../../router';
 import { Duration, Failure, readBackward, When, type FeedEvent } from './shared';
 
@@ -217,32 +217,19 @@ export function ScavengeSection({ live }: { live: boolean }) {
   const [last, setLast] = useState<{ scavengeId: string; scavengeResult: string }>();
   const [recent, setRecent] = useState<{ id: string; events: FeedEvent[] }>({ id: '', events: [] });
   const [history, setHistory] = useState<HistoryRow[]>();
-  const [error, setError] = useState<unknown>();
   const [stopped, setStopped] = useState<string>();
-  const busy = useRef(false);
   const seenId = useRef<string | undefined>(undefined);
 
-  const refresh = async () => {
-    if (busy.current) return;
-    busy.current = true;
-    try {
-      const [c, l] = await Promise.all([getJson<Current>('/admin/scavenge/current'), getJson('/admin/scavenge/last')]);
-      setCurrent(c);
-      setLast(l);
-      // The history changes when a scavenge starts or ends (and while one runs, its progress).
-      const changed = seenId.current !== c.scavengeId || history === undefined;
-      seenId.current = c.scavengeId;
-      if (c.scavengeId) setRecent({ id: c.scavengeId, events: (await readBackward(scavengeStream(c.scavengeId), 8)).reverse() });
-      if (changed || c.scavengeId) setHistory(historyRows(await readBackward('$scavenges', HISTORY_EVENTS)));
-      setError(undefined);
-    } catch (err) {
-      setError(err);
-    } finally {
-      busy.current = false;
-    }
-  };
-  useEffect(() => { void refresh(); }, []);
-  useInterval(() => { if (live) void refresh(); }, REFRESH_MS);
+  const { error, refresh } = usePoll(async () => {
+    const [c, l] = await Promise.all([getJson<Current>('/admin/scavenge/current'), getJson('/admin/scavenge/last')]);
+    setCurrent(c);
+    setLast(l);
+    // The history changes when a scavenge starts or ends (and while one runs, its progress).
+    const changed = seenId.current !== c.scavengeId || history === undefined;
+    seenId.current = c.scavengeId;
+    if (c.scavengeId) setRecent({ id: c.scavengeId, events: (await readBackward(scavengeStream(c.scavengeId), 8)).reverse() });
+    if (changed || c.scavengeId) setHistory(historyRows(await readBackward('$scavenges', HISTORY_EVENTS)));
+  }, REFRESH_MS, live);
 
   const runningId = current?.scavengeId ?? '';
   return (

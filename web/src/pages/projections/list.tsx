@@ -1,5 +1,5 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { ErrorBox, formatBytes, formatNumber, useInterval } from '../../components';
+import { useState } from 'preact/hooks';
+import { ErrorBox, formatBytes, formatNumber, usePoll } from '../../components';
 import { href } from '../../router';
 import { detailRoute, lagOf, listProjections, logHead, modeTitle, type ProjectionStats } from './model';
 
@@ -16,26 +16,12 @@ export function StatusBadge({ status }: { status: string }) {
 export function ProjectionList() {
   const [projections, setProjections] = useState<ProjectionStats[]>();
   const [head, setHead] = useState<number>();
-  const [error, setError] = useState<unknown>();
   const [showSystem, setShowSystem] = useState(true);
-  const busy = useRef(false);
-
-  const refresh = async () => {
-    if (busy.current) return;
-    busy.current = true;
-    try {
-      const [list, h] = await Promise.all([listProjections(), logHead().catch(() => undefined)]);
-      setProjections(list);
-      setHead(h);
-      setError(undefined);
-    } catch (err) {
-      setError(err);
-    } finally {
-      busy.current = false;
-    }
-  };
-  useEffect(() => { void refresh(); }, []);
-  useInterval(() => void refresh(), REFRESH_MS);
+  const { error } = usePoll(async () => {
+    const [list, h] = await Promise.all([listProjections(), logHead().catch(() => undefined)]);
+    setProjections(list);
+    setHead(h);
+  }, REFRESH_MS);
 
   const shown = (projections ?? []).filter((p) => showSystem || !p.name.startsWith('$'));
   return (
