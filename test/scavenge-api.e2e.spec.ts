@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN, append, basic, eventually, http, newEvent, OPS, startTestNode, uniq, type TestNode } from './support/node.js';
+import { ADMIN, basic, eventually, http, OPS, softDeletedStream, startTestNode, uniq, type TestNode } from './support/node.js';
 
 // End-to-end tests of the scavenge admin endpoints (contract: /tmp/notes/contract.md "HTTP";
 // subscriptions-and-maintenance.md §2.13): who may call them, the 400s of POST /admin/scavenge
@@ -60,19 +60,6 @@ async function expectIdle(t: TestNode): Promise<void> {
   expect(await current(t)).toEqual({ scavengeId: '', scavengeLink: '' });
 }
 
-/** Appends `count` events to a stream, then soft-deletes it: every event but the last is removable. */
-async function softDeletedStream(t: TestNode, count: number): Promise<void> {
-  const stream = uniq('doomed');
-  for (let done = 0; done < count; done += 500) {
-    const events = Array.from({ length: Math.min(500, count - done) }, (_, i) => newEvent('Filler', { n: done + i, pad: 'x'.repeat(64) }));
-    const res = await append(t, stream, events);
-    expect(res.status).toBe(201);
-    await res.arrayBuffer();
-  }
-  const res = await http(t, `/streams/${stream}`, { method: 'DELETE' });
-  expect(res.status).toBe(204);
-  await res.arrayBuffer();
-}
 
 describe('scavenge API without a scavenge', () => {
   let t: TestNode;

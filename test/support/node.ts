@@ -94,3 +94,29 @@ export async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): 
     await sleep(25);
   }
 }
+
+/** Appends `count` events to a new stream, then soft-deletes it: every event but the last is removable by a scavenge. */
+export async function softDeletedStream(t: TestNode, count: number): Promise<string> {
+  const stream = uniq('doomed');
+  for (let done = 0; done < count; done += 500) {
+    const events = Array.from({ length: Math.min(500, count - done) }, (_, i) => newEvent('Filler', { n: done + i, pad: 'x'.repeat(64) }));
+    const res = await append(t, stream, events);
+    if (res.status !== 201) throw new Error(`append to ${stream}: ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+  }
+  const res = await http(t, `/streams/${stream}`, { method: 'DELETE' });
+  if (res.status !== 204) throw new Error(`delete ${stream}: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  return stream;
+}
+
+/** Creates a user (as admin) with these groups; resolves its login name. */
+export async function newUser(t: TestNode, groups: string[] = [], password = 'pw', prefix = 'user'): Promise<string> {
+  const login = uniq(prefix);
+  const res = await http(t, '/users/', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ loginName: login, fullName: login, password, groups }),
+  });
+  if (res.status !== 201) throw new Error(`create user ${login}: ${res.status} ${await res.text()}`);
+  return login;
+}

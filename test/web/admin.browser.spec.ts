@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { append, basic, http, newEvent, uniq, type TestNode } from '../support/node.js';
+import { basic, http, newUser, softDeletedStream } from '../support/node.js';
 import { goTo, gone, logIn, shows, showsText, useConsole } from '../support/browser.js';
 
 // The admin area in a real browser: a scavenge started from the form (its parameters checked by
@@ -10,18 +10,6 @@ import { goTo, gone, logIn, shows, showsText, useConsole } from '../support/brow
 // Small chunks: a few thousand events make a scavenge of many chunks.
 const c = useConsole({ chunkSize: 4096 });
 
-/** Appends `count` events to a new stream, then soft-deletes it: all but its last event are removable. */
-async function removableEvents(t: TestNode, count: number): Promise<void> {
-  const stream = uniq('doomed');
-  for (let done = 0; done < count; done += 500) {
-    const events = Array.from({ length: Math.min(500, count - done) }, (_, i) => newEvent('Filler', { n: done + i, pad: 'x'.repeat(64) }));
-    const res = await append(t, stream, events);
-    expect(res.status).toBe(201);
-    await res.arrayBuffer();
-  }
-  const res = await http(t, `/streams/${stream}`, { method: 'DELETE' });
-  expect(res.status).toBe(204);
-}
 
 async function apiJson(path: string): Promise<any> {
   const res = await http(c.node, path, { headers: { Accept: 'application/json' } });
@@ -40,7 +28,7 @@ const historyRow = (id: string) => c.page.getByRole('table', { name: 'Scavenge h
 
 describe('scavenging from the console', () => {
   it('starts a scavenge from the form and sees it complete in the history with its result', async () => {
-    await removableEvents(c.node, 300);
+    await softDeletedStream(c.node, 300);
     const page = await logIn(c);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
     await shows(page.getByRole('heading', { name: 'Scavenge', exact: true }));
@@ -72,7 +60,7 @@ describe('scavenging from the console', () => {
   });
 
   it('start and stop a scavenge and see the history', async () => {
-    await removableEvents(c.node, 3000);
+    await softDeletedStream(c.node, 3000);
     const page = await logIn(c, 'ops', 'changeit');
     await goTo(c, '/admin');
     // At 1 % a run rests about 99 ms for each ms of work: it is still running when stopped.
@@ -143,12 +131,7 @@ describe('auto-scavenge and the node', () => {
   });
 
   it('asks nothing of the node for a user outside $ops and $admins who opens the admin route', async () => {
-    const login = uniq('viewer');
-    const created = await http(c.node, '/users/', {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ loginName: login, fullName: 'Viewer', password: 'pw', groups: [] }),
-    });
-    expect(created.status).toBe(201);
+    const login = await newUser(c.node, [], 'pw', 'viewer');
     expect((await http(c.node, '/users/$current', { authorization: basic(login, 'pw') })).status).toBe(200);
     const page = await logIn(c, login, 'pw');
     const asked: string[] = [];

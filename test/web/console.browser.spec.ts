@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { append, http, newEvent, basic, uniq } from '../support/node.js';
+import { append, http, newEvent, newUser, basic, uniq } from '../support/node.js';
 import { gone, logIn, shows, showsText, until, useConsole } from '../support/browser.js';
 
 // The console's shell in a real browser: served at /web from the node's port, the login form,
@@ -63,12 +63,7 @@ describe('logging in', () => {
   });
 
   it('offers the admin views to operators and admins, not to other users', async () => {
-    const login = uniq('viewer');
-    const created = await http(c.node, '/users/', {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ loginName: login, fullName: 'Viewer', password: 'pw', groups: [] }),
-    });
-    expect(created.status).toBe(201);
+    const login = await newUser(c.node, [], 'pw', 'viewer');
     expect((await http(c.node, '/users/$current', { authorization: basic(login, 'pw') })).status).toBe(200);
     const page = await logIn(c, login, 'pw');
     const nav = page.getByRole('navigation', { name: 'Main' });
