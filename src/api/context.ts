@@ -25,6 +25,8 @@ export interface NodeControl {
   readonly stats: StatsCollector;
   currentConfig(): { config: Config; sources: Record<OptionName, ConfigSource> };
   gossip(): Record<string, unknown>;
+  /** The node's state as gossip names it (Leader on a single node; Follower, CatchingUp... in a cluster). */
+  state(): string;
   requestShutdown(): void;
   reload(): Promise<ReloadOutcome>;
 }

@@ -39,7 +39,7 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   const { node } = ctx;
 
   app.get('/info', async (req, reply) => send(req, reply, INFO_TYPES, 'info', {
-    dbVersion: node.version, esVersion: node.version, state: 'leader',
+    dbVersion: node.version, esVersion: node.version, state: node.state().toLowerCase(),
     features: { projections: true, userManagement: true, atomPub: true },
     authentication: { type: 'internal', properties: {} },
   }));
