@@ -63,6 +63,8 @@ export interface ClusterMember {
   intPort: number;
   url: string;
   proc: NodeProcess | undefined;
+  /** SIGSTOPped by the test: ready() does not wait for it. */
+  frozen: boolean;
   /** Starts the member's process (again) on its directory and ports. */
   start(): Promise<void>;
   /** SIGKILL, waits for the exit. */
@@ -98,7 +100,7 @@ export async function startCluster(size = 3, extraArgs: string[] = []): Promise<
     const [httpPort, intPort] = [await freePort(), await freePort()];
     const dir = mkdtempSync(join(tmpdir(), `svc-cluster-n${i}-`));
     const m: ClusterMember = {
-      name: `n${i}`, dir, httpPort, intPort, url: `http://127.0.0.1:${httpPort}`, proc: undefined,
+      name: `n${i}`, dir, httpPort, intPort, url: `http://127.0.0.1:${httpPort}`, proc: undefined, frozen: false,
       async start() {
         m.proc = await spawnNode([
           '--db', dir, '--http-port', String(httpPort), '--int-port', String(intPort), '--cluster-size', String(size),
@@ -121,7 +123,7 @@ export async function startCluster(size = 3, extraArgs: string[] = []): Promise<
       const deadline = Date.now() + timeoutMs;
       let last = '';
       for (;;) {
-        const running = members.filter((m) => m.proc && m.proc.child.exitCode === null && m.proc.child.signalCode === null);
+        const running = members.filter((m) => !m.frozen && m.proc && m.proc.child.exitCode === null && m.proc.child.signalCode === null);
         try {
           const views = await Promise.all(running.map(async (m) => ({ m, self: (await gossip(m.url)).find((g) => g.nodeName === m.name) })));
           const leaders = views.filter((v) => v.self?.state === 'Leader');
