@@ -13,8 +13,8 @@ import type { Transport } from './transport.js';
 // checkpoint, then a restart); otherwise it applies each record frame through the writer's
 // replicated path, at the leader's positions, and acknowledges its durable end after each.
 
-/** Record frames applied or waiting at most before the socket stops reading (back pressure on the leader). */
-const MAX_APPLYING = 16;
+/** Record bytes being applied or waiting at most before the socket stops reading (back pressure on the leader). */
+const MAX_APPLYING_BYTES = 64 * 1024 * 1024;
 /** No frame from the leader (it sends heartbeats) for this long: the connection is dead. */
 const SILENCE_MS = 3000;
 
@@ -39,8 +39,11 @@ export interface LeaderAddress {
 export class FollowerReplication {
   private socket: Socket | undefined;
   private applying: Promise<void> = Promise.resolve();
+  /** Bytes of records queued for the writer and not yet durable. */
   private inFlight = 0;
   private stopped = false;
+  /** A batch failed to apply: later ones of this connection are refused. */
+  private failed = false;
   private caughtUp = false;
   private silence: NodeJS.Timeout | undefined;
   private closedReason: string | undefined;
@@ -105,20 +108,25 @@ export class FollowerReplication {
   }
 
   private apply(batch: ReturnType<typeof decodeRecords>): void {
-    this.inFlight++;
-    if (this.inFlight >= MAX_APPLYING) this.socket!.pause();
+    let bytes = 0;
+    for (const r of batch.records) bytes += r.length;
+    this.inFlight += bytes;
+    if (this.inFlight >= MAX_APPLYING_BYTES) this.socket!.pause();
+    // Queued in the writer at once (batches that wait together are written with one fsync);
+    // acknowledged in order as each becomes durable.
+    const applied = this.store.applyReplicated(batch, () => !this.failed && !this.stopped);
     this.applying = this.applying.then(async () => {
-      if (this.stopped) return;
       try {
-        await this.store.applyReplicated(batch);
+        await applied;
       } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'a replicated batch could not be applied; reconnecting');
-        this.closedReason = (err as Error).message;
+        if (!this.failed && !this.stopped) this.log.error({ err: (err as Error).message }, 'a replicated batch could not be applied; reconnecting');
+        this.failed = true;
+        this.closedReason ??= (err as Error).message;
         this.socket?.destroy();
         return;
       } finally {
-        this.inFlight--;
-        if (this.inFlight < MAX_APPLYING / 2) this.socket?.resume();
+        this.inFlight -= bytes;
+        if (this.inFlight < MAX_APPLYING_BYTES / 2) this.socket?.resume();
       }
       if (!this.stopped) this.socket!.write(ackFrame(this.store.headPosition));
     });

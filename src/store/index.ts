@@ -372,8 +372,8 @@ export class Store {
   }
 
   /** A follower's copy of a batch its leader shipped, at the leader's positions; resolves once durable. */
-  applyReplicated(batch: ShippedBatch): Promise<void> {
-    return this.writer.applyReplicated(batch);
+  applyReplicated(batch: ShippedBatch, current: () => boolean): Promise<void> {
+    return this.writer.applyReplicated(batch, current);
   }
 
   /** At most `limit` records at or after `from`, as stored (position and encoded bytes), in log order. */

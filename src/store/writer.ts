@@ -51,7 +51,7 @@ type Pending =
   | { kind: 'transaction'; streamId: string; writes: StreamWrite[]; deferSync: boolean;
       resolve: (r: AppendResult[]) => void; reject: (e: Error) => void }
   | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void }
-  | { kind: 'replicated'; streamId: string; batch: ShippedBatch; resolve: () => void; reject: (e: Error) => void };
+  | { kind: 'replicated'; streamId: string; batch: ShippedBatch; current: () => boolean; resolve: () => void; reject: (e: Error) => void };
 
 /** A durable batch as the leader ships it: each record's position and encoded bytes, in log order. */
 export interface ShippedBatch {
@@ -352,10 +352,14 @@ export class Writer {
     this.gate = gate;
   }
 
-  /** A follower's copy of a batch its leader shipped (ReplicationGate); resolves once durable here. */
-  applyReplicated(batch: ShippedBatch): Promise<void> {
+  /**
+   * A follower's copy of a batch its leader shipped (ReplicationGate); resolves once durable here.
+   * Batches are queued as they arrive; one whose connection failed meanwhile (`current` false:
+   * an earlier batch did not apply) is refused, so the log never gets a hole.
+   */
+  applyReplicated(batch: ShippedBatch, current: () => boolean): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.enqueue({ kind: 'replicated', streamId: '', batch, resolve, reject });
+      this.enqueue({ kind: 'replicated', streamId: '', batch, current, resolve, reject });
     });
   }
 
@@ -455,8 +459,7 @@ export class Writer {
       return;
     }
     if (first.kind === 'replicated') {
-      this.queue.shift();
-      this.flushReplicated(first);
+      this.flushReplicated();
       return;
     }
     const { checkpoint } = this.deps;
@@ -533,18 +536,28 @@ export class Writer {
    * A follower's copy of one batch of its leader's: the records at the leader's positions, with
    * the same index, event-id, hint, chunk-time and stream-info entries, in one synced batch.
    */
-  private flushReplicated(op: Extract<Pending, { kind: 'replicated' }>): void {
+  private flushReplicated(): void {
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
-    const { positions, records } = op.batch;
-    try {
-      for (let i = 0; i < positions.length; i++) builder.addReplicated(positions[i], records[i]);
-    } catch (err) {
-      this.abandon([op], err as Error);
-      return;
+    // The leader's batches that arrived while the last one was written go together: one fsync.
+    const taken: Extract<Pending, { kind: 'replicated' }>[] = [];
+    while (this.queue.length > 0 && this.queue[0].kind === 'replicated' && builder.bytes < MAX_BYTES_PER_FLUSH) {
+      const op = this.queue.shift() as Extract<Pending, { kind: 'replicated' }>;
+      if (!op.current()) {
+        op.reject(new ReplicationMismatchError('an earlier batch of this connection failed'));
+        continue;
+      }
+      taken.push(op);
+      const { positions, records } = op.batch;
+      try {
+        for (let i = 0; i < positions.length; i++) builder.addReplicated(positions[i], records[i]);
+      } catch (err) {
+        this.abandon(taken, err as Error);
+        return;
+      }
     }
     if (builder.records.length === 0) {
-      op.resolve();
+      for (const op of taken) op.resolve();
       this.afterFlush();
       return;
     }
@@ -554,12 +567,12 @@ export class Writer {
       this.deps.rocks.writeDurable([...builder.logOps, ...builder.indexOps, ...builder.idOps, ...builder.ops]);
       this.unsynced = false;
     } catch (err) {
-      this.abandon([op], err as Error);
+      this.abandon(taken, err as Error);
       return;
     }
     this.applyCommit(builder, next);
-    this.stats.flushed(1, performance.now() - started, this.queue.length);
-    op.resolve();
+    this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
+    for (const op of taken) op.resolve();
     this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
     this.afterFlush();
   }
