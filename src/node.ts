@@ -162,6 +162,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         log.info({ subject: loaded.subject, oldThumbprint: certificates.thumbprint, newThumbprint: loaded.thumbprint, validTo: loaded.validTo },
           'certificate reloaded');
         certificates = loaded;
+        cluster?.reloadCertificates(loaded, next.config.certificateReservedNodeCommonName);
       }
       current = applyReloadable(current, next);
       log.info({ logLevel: next.config.logLevel }, 'configuration reloaded');
@@ -198,7 +199,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     }
   };
   try {
-    if (clustered) cluster = startCluster(store, config, instanceId, log);
+    if (clustered) cluster = startCluster(store, config, instanceId, log, certificates);
     await users.start(clustered ? undefined : defaultUsers);
     if (!clustered) await lead();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);

@@ -43,6 +43,8 @@ export interface ClusterSettings {
   clusterName: string;
   leaseTtlSeconds: number;
   intIp: string;
+  /** Connections between nodes are replaced after this long (certificate reloads take effect). */
+  connectionLifetimeMs: number;
 }
 
 /** How long a follower waits before reconnecting to the same leader. */
@@ -226,12 +228,13 @@ export class ClusterNode {
       },
       closed: (reason) => {
         if (this.following !== following) return;
-        this.log.info({ leader: leader.name, reason }, 'replication connection closed');
+        if (reason.startsWith('connection renewed')) this.log.info({ leader: leader.name }, 'replication connection renewed');
+        else this.log.warn({ leader: leader.name, reason }, 'replication connection to the leader closed; reconnecting');
         this.following = undefined;
         this.reconnectAt = performance.now() + RECONNECT_MS;
         if (this.state !== 'DiscoverLeader') void this.setState('PreReplica', leader.term);
       },
-    }, this.log);
+    }, this.log, this.settings.connectionLifetimeMs);
     this.following = following;
     following.start();
   }

@@ -48,8 +48,12 @@ export class FollowerReplication {
   private silence: NodeJS.Timeout | undefined;
   private closedReason: string | undefined;
 
+  private renewal: NodeJS.Timeout | undefined;
+
+  /** `lifetimeMs`: the connection is replaced after about this long (certificates reloaded since take effect). */
   constructor(private readonly store: Store, private readonly leader: LeaderAddress, private readonly self: { name: string; instanceId: string },
-    private readonly transport: Transport, private readonly events: FollowerEvents, private readonly log: Logger) {}
+    private readonly transport: Transport, private readonly events: FollowerEvents, private readonly log: Logger,
+    private readonly lifetimeMs: number) {}
 
   get term(): number {
     return this.leader.term;
@@ -60,8 +64,15 @@ export class FollowerReplication {
     this.socket = socket;
     socket.setNoDelay(true);
     socket.on('error', (err) => { this.closedReason ??= err.message; });
+    // Followers renew at slightly different times, so the leader keeps a quorum meanwhile.
+    this.renewal = setTimeout(() => {
+      this.closedReason = 'connection renewed (--cluster-connection-lifetime)';
+      socket.destroy();
+    }, this.lifetimeMs * (0.9 + Math.random() * 0.1));
+    this.renewal.unref();
     socket.on('close', () => {
       clearTimeout(this.silence);
+      clearTimeout(this.renewal);
       if (!this.stopped) this.events.closed(this.closedReason ?? 'the leader closed the connection');
       this.stopped = true;
     });
@@ -148,6 +159,7 @@ export class FollowerReplication {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.silence);
+    clearTimeout(this.renewal);
     this.socket?.destroy();
     await this.applying;
   }

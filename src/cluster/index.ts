@@ -5,6 +5,9 @@ import { VERSION } from '../version.js';
 import { ClusterNode, type ClusterHooks } from './cluster-node.js';
 import type { LeaderRouting } from './routing.js';
 import { plainTransport } from './transport.js';
+import { TlsTransport } from './tls-transport.js';
+import type { CertificateSet } from '../tls/certificates.js';
+import { childLogger } from '../logger.js';
 
 // The cluster's public face for node.ts: a ClusterNode made from the configuration (it takes the
 // store's writer at once), joined once the HTTP server listens; its routing for the API, and
@@ -17,14 +20,19 @@ export interface Cluster {
   join(httpPort: number, scheme: 'http' | 'https', hooks: ClusterHooks): Promise<void>;
   routing(): LeaderRouting;
   gossip(): Record<string, unknown>;
+  /** Certificates reloaded (SIGHUP, POST /admin/reloadconfig): the links between nodes take them up. */
+  reloadCertificates(certificates: CertificateSet, reservedName: string | undefined): void;
   stop(): Promise<void>;
 }
 
-export function startCluster(store: Store, config: Config, instanceId: string, log: Logger): Cluster {
+/** `certificates`: the node's (mutual TLS between nodes), or undefined for plain TCP (--insecure, --dev). */
+export function startCluster(store: Store, config: Config, instanceId: string, log: Logger, certificates: CertificateSet | undefined): Cluster {
+  const connectionLifetimeMs = config.clusterConnectionLifetime * 1000;
+  const tls = certificates ? new TlsTransport(certificates, config.certificateReservedNodeCommonName, childLogger(log, 'cluster')) : undefined;
   const node = new ClusterNode(store, {
     clusterSize: config.clusterSize, endpoints: config.etcdEndpoints.split(',').map((e) => e.trim()).filter(Boolean),
-    clusterName: config.clusterName, leaseTtlSeconds: config.leaseTtl, intIp: config.intIp,
-  }, instanceId, plainTransport, log);
+    clusterName: config.clusterName, leaseTtlSeconds: config.leaseTtl, intIp: config.intIp, connectionLifetimeMs,
+  }, instanceId, tls ?? plainTransport, log);
   const httpHost = config.advertiseHttpIp ?? config.httpIp;
   return {
     get state() { return node.state; },
@@ -40,8 +48,11 @@ export function startCluster(store: Store, config: Config, instanceId: string, l
       get name() { return node.self?.name ?? ''; },
       get isLeader() { return node.isLeader; },
       leaderHttpUrl: () => node.leaderHttpUrl(),
-      trustedRoots: () => undefined,
+      trustedRoots: () => tls?.trustedRoots,
+      get reservedName() { return tls?.reservedNodeName; },
+      connectionLifetimeMs,
     }),
+    reloadCertificates: (loaded, reservedName) => tls?.reload(loaded, reservedName),
     gossip: () => gossipOf(node, httpHost, config),
     stop: () => node.stop(),
   };

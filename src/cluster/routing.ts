@@ -3,6 +3,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../api/errors.js';
 import { booleanHeader } from '../api/headers.js';
+import type { PeerCertificate } from 'node:tls';
+import { matchesName } from '../tls/certificates.js';
 
 // Which node answers a request in a cluster. Every node serves reads of streams, `$all`, feeds
 // and users from its own copy of the log. Writes (appends, deletes, metadata, users), and
@@ -25,6 +27,10 @@ export interface LeaderRouting {
   leaderHttpUrl(): string | undefined;
   /** Trusted roots for HTTPS to the leader (undefined: the system's, or plain HTTP). */
   trustedRoots(): string[] | undefined;
+  /** The reserved node common name the leader's certificate must carry, if set (then instead of its address). */
+  readonly reservedName: string | undefined;
+  /** Connections to the leader are replaced after this long (a reloaded certificate takes effect). */
+  readonly connectionLifetimeMs: number;
 }
 
 /** Whether a request is answered by the leader; `streamRoute`: a stream route, where RequireLeader applies. */
@@ -38,18 +44,24 @@ export function leaderOnly(method: string, path: string): { leader: boolean; str
 }
 
 export function registerLeaderRouting(app: FastifyInstance, cluster: LeaderRouting): void {
-  const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
-  let httpsAgent: HttpsAgent | undefined;
-  let agentRoots: string[] | undefined;
-  const agentFor = (url: URL) => {
-    if (url.protocol !== 'https:') return httpAgent;
+  let agent: { http: HttpAgent; https: HttpsAgent; roots: string[] | undefined; since: number } | undefined;
+  const agentFor = (url: URL): HttpAgent => {
     const roots = cluster.trustedRoots();
-    if (!httpsAgent || roots !== agentRoots) {
-      httpsAgent?.destroy();
-      httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256, ...(roots ? { ca: roots } : {}) });
-      agentRoots = roots;
+    if (!agent || agent.roots !== roots || performance.now() - agent.since > cluster.connectionLifetimeMs) {
+      // Kept-alive connections are replaced: reloaded certificates take effect (those in use finish first).
+      agent?.http.destroy();
+      agent?.https.destroy();
+      const reserved = cluster.reservedName;
+      agent = {
+        http: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
+        https: new HttpsAgent({
+          keepAlive: true, maxSockets: 256, ...(roots ? { ca: roots } : {}),
+          ...(reserved ? { checkServerIdentity: (_host: string, cert: PeerCertificate) => commonNameProblem(reserved, cert) } : {}),
+        }),
+        roots, since: performance.now(),
+      };
     }
-    return httpsAgent;
+    return url.protocol === 'https:' ? agent.https : agent.http;
   };
 
   app.addHook('onRequest', async (req, reply) => {
@@ -90,4 +102,9 @@ function relayable(headers: IncomingHttpHeaders): Record<string, string | string
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
   return out;
+}
+
+function commonNameProblem(reserved: string, cert: PeerCertificate): Error | undefined {
+  const name = typeof cert.subject?.CN === 'string' ? cert.subject.CN : '';
+  return matchesName(reserved, name) ? undefined : new Error(`the leader's certificate common name ${name} does not match ${reserved}`);
 }

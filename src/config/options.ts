@@ -102,6 +102,10 @@ export const OPTIONS = {
     kind: 'int', group: 'Cluster', default: 2, min: 2, max: 60,
     help: 'Seconds of this node\'s etcd lease: a leader that cannot renew it within this time stops acknowledging writes, and another node takes over (failover takes about this long).',
   },
+  clusterConnectionLifetime: {
+    kind: 'int', group: 'Cluster', default: 600, min: 1, max: 86_400,
+    help: 'Seconds a connection between nodes (replication, forwarded requests) lives before it is replaced by a new one: a certificate reloaded by SIGHUP or POST /admin/reloadconfig takes effect between nodes within this time.',
+  },
   logLevel: {
     kind: 'enum', group: 'Logging', default: 'info', values: LOG_LEVELS,
     help: 'Log level of the structured (pino) log written to stdout.',

@@ -92,7 +92,14 @@ export async function gossip(url: string): Promise<GossipMember[]> {
   return ((await res.json()) as { members: GossipMember[] }).members;
 }
 
-export async function startCluster(size = 3, extraArgs: string[] = []): Promise<TestCluster> {
+export interface ClusterOptions {
+  /** Options of one node (certificates...), after `extraArgs`. */
+  nodeArgs?: (name: string) => string[];
+  /** https: the nodes serve TLS (the test's client must trust their CA). */
+  scheme?: 'http' | 'https';
+}
+
+export async function startCluster(size = 3, extraArgs: string[] = [], options: ClusterOptions = {}): Promise<TestCluster> {
   const etcd = await startEtcd();
   const clusterName = `test-${randomUUID()}`;
   const members: ClusterMember[] = [];
@@ -100,11 +107,12 @@ export async function startCluster(size = 3, extraArgs: string[] = []): Promise<
     const [httpPort, intPort] = [await freePort(), await freePort()];
     const dir = mkdtempSync(join(tmpdir(), `svc-cluster-n${i}-`));
     const m: ClusterMember = {
-      name: `n${i}`, dir, httpPort, intPort, url: `http://127.0.0.1:${httpPort}`, proc: undefined, frozen: false,
+      name: `n${i}`, dir, httpPort, intPort, url: `${options.scheme ?? 'http'}://127.0.0.1:${httpPort}`, proc: undefined, frozen: false,
       async start() {
         m.proc = await spawnNode([
           '--db', dir, '--http-port', String(httpPort), '--int-port', String(intPort), '--cluster-size', String(size),
           '--etcd-endpoints', etcd.endpoint, '--cluster-name', clusterName, '--node-name', m.name, ...extraArgs,
+          ...(options.nodeArgs?.(m.name) ?? []),
         ]);
       },
       async kill() {
