@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
-import { allRecords, startWriters, streamIds, type WriterResults } from './support/cluster-writers.js';
+import { allRecords, startWriters as writersOn, streamIds, type WriterResults } from '../bench/cluster-writers.js';
 import { ADMIN } from './support/node.js';
 
 // Failover: the leader killed (SIGKILL) under 32 concurrent writers, five times in a row; the
@@ -17,6 +17,10 @@ afterEach(async () => {
 
 function running(c: TestCluster): ClusterMember[] {
   return c.members.filter((m) => m.proc && m.proc.child.exitCode === null && m.proc.child.signalCode === null);
+}
+
+function startWriters(c: TestCluster, count: number) {
+  return writersOn(() => running(c).map((m) => m.url), count);
 }
 
 /** Every writer's stream holds exactly its acknowledged events on every node, and the nodes' $all are identical. */
@@ -52,7 +56,7 @@ describe('cluster failover', () => {
   it('loses and duplicates nothing acknowledged when the leader is killed, five times, under 32 writers', async () => {
     const c = cluster = await startCluster(3);
     await c.ready();
-    const writers = startWriters(() => c.members, 32);
+    const writers = startWriters(c, 32);
     const failovers: number[] = [];
     for (let cycle = 0; cycle < 5; cycle++) {
       const leader = await c.ready();
@@ -114,7 +118,7 @@ describe('cluster failover', () => {
   it('comes back whole after every node is killed and started again', async () => {
     const c = cluster = await startCluster(3);
     await c.ready();
-    const writers = startWriters(() => c.members, 8);
+    const writers = startWriters(c, 8);
     while (writers.acked < 100) await new Promise((r) => setTimeout(r, 20));
     const results = await writers.stop();
     await Promise.all(c.members.map((m) => m.kill()));
@@ -123,7 +127,7 @@ describe('cluster failover', () => {
     await caughtUp(c);
     await verify(c, results);
     // And it takes writes again.
-    const more = startWriters(() => c.members, 4);
+    const more = startWriters(c, 4);
     while (more.acked < 20) await new Promise((r) => setTimeout(r, 20));
     await verify(c, await more.stop());
     expect(running(c)).toHaveLength(3);

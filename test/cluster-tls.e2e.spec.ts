@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
-import { streamIds } from './support/cluster-writers.js';
+import { streamIds } from '../bench/cluster-writers.js';
 import { ADMIN, OPS } from './support/node.js';
 
 // Node-to-node TLS: the replication links and forwarded writes use the node certificates, each

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,8 +36,8 @@ export interface LocalClusterOptions {
   etcdPorts: [client: number, peer: number];
   /** Extra options for every node. */
   args?: string[];
-  /** Where the children's output goes. */
-  stdio?: 'inherit' | 'ignore';
+  /** Where the children's output goes ('files': <dir>/<name>.log, appended). */
+  stdio?: 'inherit' | 'ignore' | 'files';
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -58,7 +58,10 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
 
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   const size = options.size ?? 3;
-  const stdio = options.stdio ?? 'inherit';
+  const output = (name: string): 'inherit' | 'ignore' | number => {
+    const mode = options.stdio ?? 'inherit';
+    return mode === 'files' ? openSync(join(options.dir, `${name}.log`), 'a') : mode;
+  };
   const [client, peer] = options.etcdPorts;
   const etcdEndpoint = `http://127.0.0.1:${client}`;
   const etcdDir = join(options.dir, 'etcd');
@@ -67,7 +70,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     '--name', 'local', '--data-dir', etcdDir, '--listen-client-urls', etcdEndpoint, '--advertise-client-urls', etcdEndpoint,
     '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
     '--initial-cluster', `local=http://127.0.0.1:${peer}`, '--log-level', 'error',
-  ], { stdio: ['ignore', stdio, stdio] });
+  ], { stdio: ['ignore', output('etcd'), output('etcd')] });
   await waitFor('etcd answered no health check', async () => (await fetch(`${etcdEndpoint}/health`)).ok, 15_000);
   const nodes: LocalNode[] = [];
   for (let i = 0; i < size; i++) {
@@ -79,7 +82,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         const child = spawn(process.execPath, [MAIN,
           '--db', join(options.dir, name), '--http-port', String(options.httpPorts[i]), '--int-port', String(options.intPorts[i]),
           '--cluster-size', String(size), '--etcd-endpoints', etcdEndpoint, '--node-name', name, ...(options.args ?? []),
-        ], { stdio: ['ignore', stdio, stdio] });
+        ], { stdio: ['ignore', output(name), output(name)] });
         node.child = child;
         await waitFor(`${name} did not answer`, async () => {
           if (child.exitCode !== null) throw new Error(`${name} exited`);

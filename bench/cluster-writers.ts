@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ADMIN } from './node.js';
-import type { ClusterMember } from './cluster.js';
+import { AUTHORIZATION as ADMIN } from './workload.js';
 
-// Concurrent writers against a cluster, for failover tests and the soak. Writer i appends one
+// Concurrent writers against a cluster, for the failover tests (test/cluster-failover.e2e.spec.ts)
+// and the soak (bench/cluster-soak.ts). Writer i appends one
 // event at a time to its own stream with the exact expected version, through any running node
 // (round robin; a follower forwards). An attempt that fails or times out is retried with the
 // same event id until a node answers 201: idempotency makes a retry of a write that did land a
@@ -24,7 +24,8 @@ export interface Writers {
   readonly acked: number;
 }
 
-export function startWriters(members: () => ClusterMember[], count = 32, prefix = `w-${randomUUID().slice(0, 8)}`): Writers {
+/** `targets`: the nodes running now (their HTTP base URLs). */
+export function startWriters(targets: () => string[], count = 32, prefix = `w-${randomUUID().slice(0, 8)}`): Writers {
   const results: WriterResults = { acknowledged: new Map(), ackTimes: [], unexpected: [] };
   let stopping = false;
   let turn = 0;
@@ -35,10 +36,10 @@ export function startWriters(members: () => ClusterMember[], count = 32, prefix 
     while (!stopping) {
       const id = randomUUID();
       for (let attempt = 0; ; attempt++) {
-        const running = members().filter((m) => m.proc && m.proc.child.exitCode === null && m.proc.child.signalCode === null);
+        const running = targets();
         const target = running[turn++ % Math.max(1, running.length)];
         const sent = Date.now();
-        const status = target ? await appendOnce(target.url, stream, id, acked.length - 1) : 0;
+        const status = target ? await appendOnce(target, stream, id, acked.length - 1) : 0;
         if (status === 201) {
           acked.push(id);
           results.ackTimes.push({ sent, at: Date.now() });
