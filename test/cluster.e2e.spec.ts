@@ -57,6 +57,10 @@ describe('a three-node cluster', () => {
       const info = (await (await fetch(`${m.url}/info`)).json()) as { state: string };
       expect(info.state).toBe(m === leader ? 'leader' : 'follower');
     }
+    // Members learn of each other through etcd: gossip posted by a stranger is refused.
+    const posted = await fetch(`${leader.url}/gossip`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"members":[]}' });
+    expect(posted.status).toBe(403);
+    expect(await posted.text()).toMatch(/through etcd/);
   });
 
   it('takes appends on the leader, and on a follower forwards them; every node then serves them', async () => {

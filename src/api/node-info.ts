@@ -86,10 +86,11 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     return send(req, reply, [MEDIA.json, MEDIA.textXml, MEDIA.appXml], 'ClusterInfo', node.gossip());
   });
 
-  // A single node hears gossip from no one: what a stranger posts must never be advertised to
-  // clients that discover the cluster through GET /gossip.
+  // A single node hears gossip from no one, and cluster members learn of each other through etcd:
+  // what a stranger posts must never be advertised to clients that discover the cluster through GET /gossip.
   app.post('/gossip', async () => {
-    throw new ApiError('GOSSIP_REFUSED');
+    throw ctx.config.clusterSize === 1 ? new ApiError('GOSSIP_REFUSED')
+      : new ApiError('GOSSIP_REFUSED', 'Cluster members learn of each other through etcd: this node takes gossip from no node.');
   });
 
   app.post('/admin/shutdown', { onRequest: requireOps }, async (_req, reply) => {

@@ -84,10 +84,10 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           '--cluster-size', String(size), '--etcd-endpoints', etcdEndpoint, '--node-name', name, ...(options.args ?? []),
         ], { stdio: ['ignore', output(name), output(name)] });
         node.child = child;
-        await waitFor(`${name} did not answer`, async () => {
-          if (child.exitCode !== null) throw new Error(`${name} exited`);
-          return (await fetch(`${url}/ping`, { signal: AbortSignal.timeout(1000) })).ok;
-        }, 30_000);
+        const gone = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${name} exited with code ${code}`))));
+        await Promise.race([gone, waitFor(`${name} did not answer`,
+          async () => (await fetch(`${url}/ping`, { signal: AbortSignal.timeout(1000) })).ok, 30_000)]);
+        gone.catch(() => undefined); // a later exit is the caller's business
       },
       async kill() {
         if (!node.child) return;
