@@ -87,8 +87,17 @@ describe('cluster failover', () => {
       body: JSON.stringify([{ eventId: id, eventType: 'written', data: {} }]),
     }).then((r) => r.status, () => 0);
     expect(await append(leader.url, '00000000-0000-0000-0000-000000000001')).toBe(201);
-    // The followers go away: the leader writes what no quorum will hold.
+    // The followers go away: the leader writes what no quorum will hold. A write waits for a
+    // quorum 10 s, then answers 500 Write timeout (it may or may not survive: here it will not).
     for (const f of followers) await f.kill();
+    const started = Date.now();
+    const timedOut = await fetch(`${leader.url}/streams/${stream}`, {
+      method: 'POST', headers: { authorization: ADMIN, 'content-type': 'application/vnd.eventstore.events+json' },
+      body: JSON.stringify([{ eventId: '00000000-0000-0000-0000-000000000005', eventType: 'written', data: {} }]),
+    });
+    expect(timedOut.status).toBe(500);
+    expect(timedOut.statusText).toBe('Write timeout');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
     const stranded = ['00000000-0000-0000-0000-000000000002', '00000000-0000-0000-0000-000000000003'].map((id) => append(leader.url, id));
     await new Promise((r) => setTimeout(r, 500));
     leader.proc!.child.kill('SIGSTOP');
@@ -131,5 +140,46 @@ describe('cluster failover', () => {
     while (more.acked < 20) await new Promise((r) => setTimeout(r, 20));
     await verify(c, await more.stop());
     expect(running(c)).toHaveLength(3);
+  }, 120_000);
+
+  it('a new leader carries on with the projections from their checkpoints', async () => {
+    const c = cluster = await startCluster(3);
+    const leader = await c.ready();
+    const headers = { authorization: ADMIN, 'content-type': 'application/json' };
+    const query = "fromStream('counted').when({ $init: () => ({ n: 0 }), $any: (s) => { s.n++; return s; } })";
+    const created = await fetch(`${c.members.find((m) => m !== leader)!.url}/projections/continuous?name=counter&enabled=yes`, {
+      method: 'POST', headers, body: query,
+    });
+    expect(created.status).toBe(201); // forwarded to the leader by a follower
+    const appendTo = async (url: string, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const res = await fetch(`${url}/streams/counted`, {
+          method: 'POST', headers: { authorization: ADMIN, 'content-type': 'application/vnd.eventstore.events+json' },
+          body: JSON.stringify([{ eventId: crypto.randomUUID(), eventType: 'counted', data: {} }]),
+        });
+        expect(res.status).toBe(201);
+      }
+    };
+    const state = async (url: string, n: number) => {
+      const deadline = Date.now() + 20_000;
+      let last: unknown;
+      for (;;) {
+        const res = await fetch(`${url}/projection/counter/state`, { headers: { authorization: ADMIN } });
+        last = res.status === 200 ? await res.json() : res.status;
+        if ((last as { n?: number }).n === n) return;
+        if (Date.now() > deadline) throw new Error(`the projection's state is ${JSON.stringify(last)}, not n=${n}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    await appendTo(leader.url, 10);
+    await state(leader.url, 10);
+    await leader.kill();
+    const next = await c.ready();
+    await appendTo(next.url, 5);
+    // Each event counted once: the new leader resumed from the replicated checkpoint.
+    await state(next.url, 15);
+    await leader.start();
+    await c.ready();
+    await state(leader.url, 15); // asked of the old leader, now a follower: forwarded
   }, 120_000);
 });
