@@ -107,4 +107,19 @@ describe('a three-node cluster', () => {
     // The leader answered the request as sent to the follower: its links name the host the client used.
     expect(relayed.projections[0].statusUrl.startsWith(followers[0].url)).toBe(true);
   });
+
+  it('a leader that shuts down gives up its term at once: another node takes writes well within the lease', async () => {
+    const stopped = Date.now();
+    leader.proc!.child.kill('SIGTERM');
+    await leader.proc!.exited;
+    let status = 0;
+    while (status !== 201 && Date.now() - stopped < 10_000) {
+      status = await append(followers[0].url, `handover-${randomUUID()}`, [event()]).then((r) => r.status, () => 0);
+      if (status !== 201) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(201);
+    const elapsed = Date.now() - stopped;
+    process.stdout.write(`graceful handover (leader SIGTERM → first acknowledged write): ${elapsed} ms\n`);
+    expect(elapsed).toBeLessThan(2000); // the lease alone would take 2 s and more
+  });
 });

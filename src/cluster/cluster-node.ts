@@ -63,6 +63,7 @@ export class ClusterNode {
   /** Members seen since the start that are gone now (gossip shows them not alive), bounded by the cluster size. */
   private readonly departed = new Map<string, MemberRecord>();
   private lastPublished = 0;
+  private lastEtcdWarning = 0;
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private stopping = false;
@@ -128,7 +129,11 @@ export class ClusterNode {
       try {
         snapshot = await this.membership.snapshot();
       } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'etcd read failed');
+        // Once a second at most while etcd stays unreachable (a tick runs every POLL_MS).
+        if (performance.now() - this.lastEtcdWarning > 1000) {
+          this.lastEtcdWarning = performance.now();
+          this.log.warn({ err: (err as Error).message }, 'etcd read failed');
+        }
         return;
       }
       this.remember(snapshot);
