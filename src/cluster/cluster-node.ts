@@ -146,7 +146,15 @@ export class ClusterNode {
     }
   }
 
+  private readonly leaderListeners: (() => void)[] = [];
+
+  /** Calls `listener` whenever etcd shows another leader (a new term) or none. */
+  onLeaderChange(listener: () => void): void {
+    this.leaderListeners.push(listener);
+  }
+
   private remember(snapshot: ClusterSnapshot): void {
+    if (snapshot.leader?.term !== this.snapshot.leader?.term) for (const listener of this.leaderListeners) listener();
     for (const [name, record] of this.snapshot.members) {
       if (!snapshot.members.has(name) && this.departed.size < this.settings.clusterSize * 2) this.departed.set(name, record);
     }

@@ -48,6 +48,7 @@ export function startCluster(store: Store, config: Config, instanceId: string, l
       get name() { return node.self?.name ?? ''; },
       get isLeader() { return node.isLeader; },
       leaderHttpUrl: () => node.leaderHttpUrl(),
+      onLeaderChange: (listener) => node.onLeaderChange(listener),
       trustedRoots: () => tls?.trustedRoots,
       get reservedName() { return tls?.reservedNodeName; },
       connectionLifetimeMs,

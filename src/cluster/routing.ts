@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../api/errors.js';
@@ -25,6 +25,8 @@ export interface LeaderRouting {
   readonly isLeader: boolean;
   /** The leader's advertised HTTP URL, when another node leads. */
   leaderHttpUrl(): string | undefined;
+  /** Calls `listener` whenever the leader changes (a new term, or none). */
+  onLeaderChange(listener: () => void): void;
   /** Trusted roots for HTTPS to the leader (undefined: the system's, or plain HTTP). */
   trustedRoots(): string[] | undefined;
   /** The reserved node common name the leader's certificate must carry, if set (then instead of its address). */
@@ -63,6 +65,12 @@ export function registerLeaderRouting(app: FastifyInstance, cluster: LeaderRouti
     }
     return url.protocol === 'https:' ? agent.https : agent.http;
   };
+  // Requests forwarded to a leader that is replaced (dead, frozen, cut off) fail at once with 503,
+  // rather than waiting on it: the client retries and reaches the new one.
+  const inFlight = new Set<ClientRequest>();
+  cluster.onLeaderChange(() => {
+    for (const upstream of inFlight) upstream.destroy(new Error('the leader changed'));
+  });
 
   app.addHook('onRequest', async (req, reply) => {
     if (req.method === 'OPTIONS') return;
@@ -78,12 +86,13 @@ export function registerLeaderRouting(app: FastifyInstance, cluster: LeaderRouti
     if (requireLeader) {
       return reply.code(307).header('Location', target.href).type('text/plain; charset=utf-8').send('Temporary Redirect');
     }
-    return forward(req, reply, target, agentFor(target), cluster.name);
+    return forward(req, reply, target, agentFor(target), cluster.name, inFlight);
   });
 }
 
 /** Sends the request as it came (method, path, headers, body) to the leader and relays its answer. */
-function forward(req: FastifyRequest, reply: FastifyReply, target: URL, agent: HttpAgent, by: string): Promise<FastifyReply> {
+function forward(req: FastifyRequest, reply: FastifyReply, target: URL, agent: HttpAgent, by: string,
+  inFlight: Set<ClientRequest>): Promise<FastifyReply> {
   return new Promise((resolve, reject) => {
     const headers = relayable(req.headers);
     headers[FORWARDED_HEADER] = by;
@@ -93,6 +102,8 @@ function forward(req: FastifyRequest, reply: FastifyReply, target: URL, agent: H
       reply.code(res.statusCode ?? 502).headers(relayable(res.headers));
       resolve(reply.send(res));
     });
+    inFlight.add(upstream);
+    upstream.on('close', () => inFlight.delete(upstream));
     upstream.on('error', (err) => reject(new ApiError('NOT_READY', `The leader could not be reached (${err.message}); retry.`)));
     req.raw.pipe(upstream);
   });
