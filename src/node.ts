@@ -85,6 +85,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       + `${t.streamsChanged} streams changed (${t.streamsRemoved} of them removed)`);
   }
   const clustered = config.clusterSize > 1;
+  if (!clustered) {
+    const set = (Object.keys(OPTIONS) as OptionName[]).filter((n) => OPTIONS[n].group === 'Cluster' && n !== 'clusterSize' && current.sources[n] !== 'default');
+    if (set.length > 0) log.warn({ options: set }, `${set.join(', ')} have no effect with --cluster-size 1 (a single node)`);
+  }
   let cluster: Cluster | undefined;
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
