@@ -121,5 +121,10 @@ describe('a three-node cluster', () => {
     const elapsed = Date.now() - stopped;
     process.stdout.write(`graceful handover (leader SIGTERM → first acknowledged write): ${elapsed} ms\n`);
     expect(elapsed).toBeLessThan(2000); // the lease alone would take 2 s and more
+    // Gossip still lists it, not alive.
+    const members = await gossip(followers[1].url);
+    expect(members.map((g) => g.nodeName).sort()).toEqual(['n1', 'n2', 'n3']);
+    expect(members.find((g) => g.nodeName === leader.name)).toMatchObject({ isAlive: false });
+    expect(members.filter((g) => g.isAlive)).toHaveLength(2);
   });
 });

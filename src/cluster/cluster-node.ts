@@ -59,9 +59,7 @@ export class ClusterNode {
   private leading: LeaderReplication | undefined;
   private following: FollowerReplication | undefined;
   private reconnectAt = 0;
-  private snapshot: ClusterSnapshot = { members: new Map(), leader: undefined };
-  /** Members seen since the start that are gone now (gossip shows them not alive), bounded by the cluster size. */
-  private readonly departed = new Map<string, MemberRecord>();
+  private snapshot: ClusterSnapshot = { members: new Map(), known: new Map(), leader: undefined };
   private lastPublished = 0;
   private lastEtcdWarning = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -155,10 +153,6 @@ export class ClusterNode {
 
   private remember(snapshot: ClusterSnapshot): void {
     if (snapshot.leader?.term !== this.snapshot.leader?.term) for (const listener of this.leaderListeners) listener();
-    for (const [name, record] of this.snapshot.members) {
-      if (!snapshot.members.has(name) && this.departed.size < this.settings.clusterSize * 2) this.departed.set(name, record);
-    }
-    for (const name of snapshot.members.keys()) this.departed.delete(name);
     this.snapshot = snapshot;
   }
 
@@ -271,13 +265,14 @@ export class ClusterNode {
     this.state = state;
     this.term = term;
     this.log.info({ state, term }, `cluster state ${state}`);
-    await this.publish();
+    await this.publish(true);
   }
 
-  private async publish(): Promise<void> {
+  /** `stateChanged`: also recorded as this member's last known state (gossip shows it once the node is gone). */
+  private async publish(stateChanged = false): Promise<void> {
     this.lastPublished = performance.now();
     try {
-      await this.membership.publish(this.memberRecord());
+      await this.membership.publish(this.memberRecord(), stateChanged);
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'publishing the member record failed');
     }
@@ -300,7 +295,10 @@ export class ClusterNode {
       if (record.name === this.self.name) continue;
       out.push({ record, alive: true, leader: record.instanceId === leaderId && record.state === 'Leader' });
     }
-    for (const record of this.departed.values()) out.push({ record, alive: false, leader: false });
+    // Members that are gone (their lease ran out), as they last were: a bounded few, by name.
+    const gone = [...this.snapshot.known.values()].filter((r) => r.name !== this.self.name && !this.snapshot.members.has(r.name))
+      .sort((a, b) => (a.name < b.name ? -1 : 1)).slice(0, this.settings.clusterSize * 2);
+    for (const record of gone) out.push({ record, alive: false, leader: false });
     return out;
   }
 

@@ -44,7 +44,10 @@ export interface LeaderRecord {
 }
 
 export interface ClusterSnapshot {
+  /** The members whose lease holds (alive). */
   members: Map<string, MemberRecord>;
+  /** Every member that ever joined, as it last published itself on a state change (no lease: a dead one stays). */
+  known: Map<string, MemberRecord>;
   leader: (LeaderRecord & { term: number }) | undefined;
 }
 
@@ -120,13 +123,17 @@ export class EtcdMembership {
     return this.lost;
   }
 
-  async publish(record: MemberRecord): Promise<void> {
-    await this.lease!.put(this.memberKey(record.name)).value(JSON.stringify(record)).exec();
+  /** `durable`: also keep it as the member's last known record, which outlives the lease (state changes only). */
+  async publish(record: MemberRecord, durable: boolean): Promise<void> {
+    const value = JSON.stringify(record);
+    await this.lease!.put(this.memberKey(record.name)).value(value).exec();
+    if (durable) await this.client.put(`${this.prefix}known/${record.name}`).value(value).exec();
   }
 
   async snapshot(): Promise<ClusterSnapshot> {
     const response = await this.client.getAll().prefix(this.prefix).exec();
     const members = new Map<string, MemberRecord>();
+    const known = new Map<string, MemberRecord>();
     let leader: ClusterSnapshot['leader'];
     for (const kv of response.kvs) {
       const key = kv.key.toString('utf8');
@@ -134,8 +141,9 @@ export class EtcdMembership {
       if (!value) continue;
       if (key === this.leaderKey) leader = { ...(value as unknown as LeaderRecord), term: Number(kv.create_revision) };
       else if (key.startsWith(`${this.prefix}members/`)) members.set(String(value.name), value as unknown as MemberRecord);
+      else if (key.startsWith(`${this.prefix}known/`)) known.set(String(value.name), value as unknown as MemberRecord);
     }
-    return { members, leader };
+    return { members, known, leader };
   }
 
   /** Creates the leader key on this node's lease if no leader holds it; the new term, or undefined if another node won. */

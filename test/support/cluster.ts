@@ -133,10 +133,15 @@ export async function startCluster(size = 3, extraArgs: string[] = [], options: 
       for (;;) {
         const running = members.filter((m) => !m.frozen && m.proc && m.proc.child.exitCode === null && m.proc.child.signalCode === null);
         try {
-          const views = await Promise.all(running.map(async (m) => ({ m, self: (await gossip(m.url)).find((g) => g.nodeName === m.name) })));
+          const views = await Promise.all(running.map(async (m) => {
+            const members = await gossip(m.url);
+            return { m, members, self: members.find((g) => g.nodeName === m.name) };
+          }));
           const leaders = views.filter((v) => v.self?.state === 'Leader');
           last = views.map((v) => `${v.m.name}:${v.self?.state}`).join(' ');
-          if (leaders.length === 1 && views.every((v) => v.self?.state === 'Leader' || v.self?.state === 'Follower')) return leaders[0].m;
+          // Settled, and every node's gossip shows every running node as it is.
+          const agreed = views.every((v) => views.every((o) => v.members.some((g) => g.nodeName === o.m.name && g.isAlive && g.state === o.self?.state)));
+          if (leaders.length === 1 && agreed && views.every((v) => v.self?.state === 'Leader' || v.self?.state === 'Follower')) return leaders[0].m;
         } catch (err) {
           last = (err as Error).message;
         }
