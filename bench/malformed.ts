@@ -249,6 +249,7 @@ const GENERATORS: Record<string, Gen[]> = {
   'POST /gossip': [(pick) => json('POST', '/gossip', pick(BAD_JSON))],
   'POST /admin/shutdown': [],
   'POST /admin/reloadconfig': [],
+  'POST /admin/node/resign': [],
 
   'POST /admin/scavenge': [(pick) => ({ method: 'POST', path: `/admin/scavenge?${pick([
     'threads=abc', 'threads=0', 'threads=5', 'throttlePercent=0', 'throttlePercent=101', 'threads=2&throttlePercent=50', 'syncOnly=maybe',

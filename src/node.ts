@@ -185,6 +185,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     currentConfig: () => current,
     gossip: () => (cluster ? cluster.gossip() : gossipOf(instanceId, current.config, port, store)),
     state: () => (cluster ? cluster.state : 'Leader'),
+    resign: async () => (cluster ? cluster.resign() : false),
     requestShutdown: () => {
       void close().then(() => options.onShutdown?.());
     },

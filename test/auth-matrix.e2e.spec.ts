@@ -298,6 +298,7 @@ const MATRIX: Record<string, Case[]> = {
   'POST /gossip': one('gossip', everyone(403), () => jsonPost('/gossip', { members: [] })),
   'POST /admin/shutdown': one('shutdown', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/shutdown' }), { ownNode: true }),
   'POST /admin/reloadconfig': one('reload', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/reloadconfig' })),
+  'POST /admin/node/resign': one('resign', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/node/resign' })),
 
   // Scavenge (seed: Authentication 4).
   'POST /admin/scavenge': one('start', opsOrAdmin(200), () => jsonPost('/admin/scavenge', {}), { settle: scavengeFinished }),

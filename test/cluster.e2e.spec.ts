@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN } from './support/node.js';
+import { ADMIN, OPS } from './support/node.js';
 import { gossip, startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
 
 // A three-node cluster on one etcd: election, gossip, writes through every node (the leader
@@ -106,6 +106,20 @@ describe('a three-node cluster', () => {
     expect(relayed.projections.length).toBeGreaterThan(0);
     // The leader answered the request as sent to the follower: its links name the host the client used.
     expect(relayed.projections[0].statusUrl.startsWith(followers[0].url)).toBe(true);
+  });
+
+  it('a leader asked to resign gives up its term: another node leads, and it follows', async () => {
+    const resigned = await fetch(`${leader.url}/admin/node/resign`, { method: 'POST', headers: { authorization: OPS } });
+    expect(resigned.status).toBe(200);
+    expect(await resigned.json()).toEqual({ resigned: true });
+    const next = await cluster.ready();
+    expect(next).not.toBe(leader);
+    // A follower has nothing to give up.
+    const onFollower = await fetch(`${leader.url}/admin/node/resign`, { method: 'POST', headers: { authorization: OPS } });
+    expect(await onFollower.json()).toEqual({ resigned: false });
+    expect((await append(leader.url, `after-resign-${randomUUID()}`, [event()])).status).toBe(201);
+    leader = next;
+    followers = cluster.members.filter((m) => m !== leader);
   });
 
   it('a leader that shuts down gives up its term at once: another node takes writes well within the lease', async () => {

@@ -28,6 +28,8 @@ export interface NodeControl {
   /** The node's state as gossip names it (Leader on a single node; Follower, CatchingUp... in a cluster). */
   state(): string;
   requestShutdown(): void;
+  /** Gives up leadership if this node leads a cluster (another node takes over); whether it did. */
+  resign(): Promise<boolean>;
   reload(): Promise<ReloadOutcome>;
 }
 

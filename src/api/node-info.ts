@@ -98,6 +98,9 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     return sendJson(reply, 200, {});
   });
 
+  // A cluster leader gives up its term (another node leads); a follower or a single node has nothing to give up.
+  app.post('/admin/node/resign', { onRequest: requireOps }, async (_req, reply) => sendJson(reply, 200, { resigned: await node.resign() }));
+
   app.post('/admin/reloadconfig', { onRequest: requireOps }, async (_req, reply) => {
     const outcome = await node.reload();
     return sendJson(reply, 200, outcome);

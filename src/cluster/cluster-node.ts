@@ -49,6 +49,8 @@ export interface ClusterSettings {
 
 /** How long a follower waits before reconnecting to the same leader. */
 const RECONNECT_MS = 300;
+/** A leader that resigns yields to nodes as up to date as it for this long, so that another node takes over. */
+const RESIGN_ABSTAIN_SECONDS = 5;
 /** A member record is republished at least this often (the positions gossip shows). */
 const PUBLISH_MS = 1000;
 
@@ -59,7 +61,7 @@ export class ClusterNode {
   private leading: LeaderReplication | undefined;
   private following: FollowerReplication | undefined;
   private reconnectAt = 0;
-  private snapshot: ClusterSnapshot = { members: new Map(), known: new Map(), leader: undefined };
+  private snapshot: ClusterSnapshot = { members: new Map(), known: new Map(), resigned: new Set(), leader: undefined };
   private lastPublished = 0;
   private lastEtcdWarning = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -191,7 +193,7 @@ export class ClusterNode {
     const mine = snapshot.members.get(this.self.name);
     if (!mine || mine.instanceId !== this.instanceId || mine.state !== 'DiscoverLeader') return; // our record is not out yet
     if (candidates.length < this.quorum) return;
-    const best = candidates.reduce((a, b) => (moreUpToDate(b, a) ? b : a));
+    const best = candidates.reduce((a, b) => (preferred(b, a, snapshot.resigned) ? b : a));
     if (best.name !== this.self.name) return;
     const term = await this.membership.campaign(this.leaderRecord());
     if (term === undefined) return;
@@ -244,6 +246,19 @@ export class ClusterNode {
     }, this.log, this.settings.connectionLifetimeMs);
     this.following = following;
     following.start();
+  }
+
+  /**
+   * POST /admin/node/resign: a leader gives up its term, and for RESIGN_ABSTAIN_SECONDS yields to
+   * any node whose log is as up to date (another node leads); a follower has nothing to give up.
+   */
+  async resign(): Promise<boolean> {
+    if (this.state !== 'Leader' && this.state !== 'PreLeader') return false;
+    await this.membership.abstain(RESIGN_ABSTAIN_SECONDS);
+    this.log.info({ term: this.term }, 'resigning leadership');
+    await this.membership.resign(this.term).catch(() => undefined);
+    this.stepDown('this node resigned');
+    return true;
   }
 
   private stepDown(reason: string): void {
@@ -319,9 +334,14 @@ export class ClusterNode {
   }
 }
 
-/** Raft's up-to-date rule on epochs: a later last term wins, then a longer log, then the lower name (a stable tie-break). */
-function moreUpToDate(a: MemberRecord, b: MemberRecord): boolean {
+/**
+ * Raft's up-to-date rule on epochs: a later last term wins, then a longer log; between logs as up
+ * to date, one that did not just resign, then the lower name (a stable tie-break). A node that
+ * resigned still wins with a strictly more up-to-date log: no acknowledged write is given up.
+ */
+function preferred(a: MemberRecord, b: MemberRecord, resigned: ReadonlySet<string>): boolean {
   if (a.epochTerm !== b.epochTerm) return a.epochTerm > b.epochTerm;
   if (a.logEnd !== b.logEnd) return a.logEnd > b.logEnd;
+  if (resigned.has(a.name) !== resigned.has(b.name)) return !resigned.has(a.name);
   return a.name < b.name;
 }

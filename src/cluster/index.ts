@@ -22,6 +22,8 @@ export interface Cluster {
   gossip(): Record<string, unknown>;
   /** Certificates reloaded (SIGHUP, POST /admin/reloadconfig): the links between nodes take them up. */
   reloadCertificates(certificates: CertificateSet, reservedName: string | undefined): void;
+  /** A leader gives up its term (another node leads); false on a follower. */
+  resign(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -54,6 +56,7 @@ export function startCluster(store: Store, config: Config, instanceId: string, l
       connectionLifetimeMs,
     }),
     reloadCertificates: (loaded, reservedName) => tls?.reload(loaded, reservedName),
+    resign: () => node.resign(),
     gossip: () => gossipOf(node, httpHost, config),
     stop: () => node.stop(),
   };

@@ -48,6 +48,8 @@ export interface ClusterSnapshot {
   members: Map<string, MemberRecord>;
   /** Every member that ever joined, as it last published itself on a state change (no lease: a dead one stays). */
   known: Map<string, MemberRecord>;
+  /** Members that resigned leadership a moment ago: they yield to any member as up to date in the next election. */
+  resigned: Set<string>;
   leader: (LeaderRecord & { term: number }) | undefined;
 }
 
@@ -134,16 +136,21 @@ export class EtcdMembership {
     const response = await this.client.getAll().prefix(this.prefix).exec();
     const members = new Map<string, MemberRecord>();
     const known = new Map<string, MemberRecord>();
+    const resigned = new Set<string>();
     let leader: ClusterSnapshot['leader'];
     for (const kv of response.kvs) {
       const key = kv.key.toString('utf8');
+      if (key.startsWith(`${this.prefix}resigned/`)) {
+        resigned.add(key.slice(`${this.prefix}resigned/`.length));
+        continue;
+      }
       const value = parseRecord(kv.value.toString('utf8'));
       if (!value) continue;
       if (key === this.leaderKey) leader = { ...(value as unknown as LeaderRecord), term: Number(kv.create_revision) };
       else if (key.startsWith(`${this.prefix}members/`)) members.set(String(value.name), value as unknown as MemberRecord);
       else if (key.startsWith(`${this.prefix}known/`)) known.set(String(value.name), value as unknown as MemberRecord);
     }
-    return { members, known, leader };
+    return { members, known, resigned, leader };
   }
 
   /** Creates the leader key on this node's lease if no leader holds it; the new term, or undefined if another node won. */
@@ -153,6 +160,12 @@ export class EtcdMembership {
       .commit();
     if (!result.succeeded) return undefined;
     return Number(result.header.revision);
+  }
+
+  /** Marks this member as resigned for `seconds` (a key on a lease of its own that is not kept alive). */
+  async abstain(seconds: number): Promise<void> {
+    const lease = this.client.lease(seconds, { autoKeepAlive: false });
+    await lease.put(`${this.prefix}resigned/${this.options.name}`).value('1').exec();
   }
 
   /** Gives up leadership (a leader that resigns or shuts down): deletes the leader key if it is still this term's. */
