@@ -232,7 +232,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     try {
       await cluster.join(port, certificates ? 'https' : 'http', {
         lead,
-        restart: (reason) => { void close().then(() => options.onRestart?.(reason)); },
+        restart: (reason) => {
+          if (closing) return; // closing already (a shutdown, or a restart under way)
+          void close().then(() => options.onRestart?.(reason));
+        },
       });
     } catch (err) {
       await close();

@@ -67,6 +67,7 @@ export class ClusterNode {
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private stopping = false;
+  private restarting = false;
   private readonly log: Logger;
   private membership!: EtcdMembership;
   /** Set by join(). */
@@ -270,7 +271,9 @@ export class ClusterNode {
   }
 
   private restart(reason: string): void {
-    if (this.stopping) return;
+    // Once: a lost lease is noticed by the lease's event and by the next poll alike.
+    if (this.stopping || this.restarting) return;
+    this.restarting = true;
     this.log.warn({ reason }, 'the node restarts');
     this.hooks.restart(reason);
   }

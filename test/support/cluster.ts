@@ -16,8 +16,11 @@ export const ETCD_BINARY = process.env.SVC_TEST_ETCD ?? '/usr/bin/etcd';
 
 export interface Etcd {
   endpoint: string;
-  child: ChildProcess;
   dir: string;
+  /** SIGKILLs etcd (its data stays). */
+  kill(): Promise<void>;
+  /** Starts it again on the same data and ports. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -25,32 +28,39 @@ export async function startEtcd(): Promise<Etcd> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-etcd-'));
   const [client, peer] = [await freePort(), await freePort()];
   const endpoint = `http://127.0.0.1:${client}`;
-  const child = spawn(ETCD_BINARY, [
-    '--name', 'test', '--data-dir', dir, '--listen-client-urls', endpoint, '--advertise-client-urls', endpoint,
-    '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-    '--initial-cluster', `test=http://127.0.0.1:${peer}`, '--log-level', 'error',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
-  const exited = once(child, 'exit');
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`etcd exited:\n${out}`);
-    try {
-      const res = await fetch(`${endpoint}/health`);
-      if (res.ok) break;
-    } catch { /* not yet */ }
-    if (Date.now() > deadline) throw new Error(`etcd did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    const started = spawn(ETCD_BINARY, [
+      '--name', 'test', '--data-dir', dir, '--listen-client-urls', endpoint, '--advertise-client-urls', endpoint,
+      '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
+      '--initial-cluster', `test=http://127.0.0.1:${peer}`, '--log-level', 'error',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = started;
+    let out = '';
+    started.stdout!.on('data', (d) => { out += d; });
+    started.stderr!.on('data', (d) => { out += d; });
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      if (started.exitCode !== null) throw new Error(`etcd exited:\n${out}`);
+      try {
+        const res = await fetch(`${endpoint}/health`);
+        if (res.ok) return;
+      } catch { /* not yet */ }
+      if (Date.now() > deadline) throw new Error(`etcd did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const kill = async () => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  };
+  await launch();
   return {
-    endpoint, child, dir,
+    endpoint, dir, kill, restart: launch,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await kill();
       rmSync(dir, { recursive: true, force: true });
     },
   };
