@@ -92,6 +92,13 @@ describe('a three-node cluster', () => {
     expect(read.headers.get('location')).toBe(`${leader.url}/streams/${stream}`);
     // Nothing was written by the redirected appends.
     expect((await fetch(`${leader.url}/streams/${stream}`, { headers: { authorization: ADMIN, accept: 'application/json' } })).status).toBe(404);
+    // The cluster's epoch records are the leaders' alone.
+    for (const path of ['%24epochs', '$epochs', '%24%24%24epochs/metadata']) {
+      const res = await fetch(`${leader.url}/streams/${path}`, {
+        method: 'POST', headers: { authorization: ADMIN, 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify([event()]),
+      });
+      expect(res.status, path).toBe(403);
+    }
     // On the leader itself the header changes nothing.
     expect((await append(leader.url, stream, [event()], { 'SVC-RequiresMaster': 'true' })).status).toBe(201);
   });

@@ -41,6 +41,7 @@ export const API_ERRORS = {
   /** The projections API refuses a role in words. */
   NOT_AUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'Not Authorized' },
   GOSSIP_REFUSED: { status: 403, reason: 'Forbidden', message: 'This node runs alone (cluster size 1): it takes gossip from no node.' },
+  EPOCHS_READ_ONLY: { status: 403, reason: 'Forbidden', message: 'The $epochs stream is written by cluster leaders only.' },
   NOT_FOUND: { status: 404, reason: 'Not Found', message: '' },
   /** DELETE /admin/scavenge/{id}: no scavenge with that id runs. */
   SCAVENGE_NOT_FOUND: { status: 404, reason: 'Not Found', message: 'Scavenge Id does not exist' },

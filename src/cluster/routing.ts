@@ -16,6 +16,8 @@ import { matchesName } from '../tls/certificates.js';
 
 /** Marks a forwarded request: a node that gets one and does not lead answers 503 instead of forwarding it again. */
 export const FORWARDED_HEADER = 'svc-forwarded-by';
+/** `/streams/$epochs` and its metastream `$$$epochs`, escaped or not, with anything after. */
+const EPOCHS_PATH = /^\/streams\/(?:%24|\$)(?:(?:%24|\$){2})?epochs(?:[/?]|$)/i;
 /** Hop-by-hop headers (RFC 9110 7.6.1): not relayed in either direction. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
 
@@ -75,6 +77,8 @@ export function registerLeaderRouting(app: FastifyInstance, cluster: LeaderRouti
   app.addHook('onRequest', async (req, reply) => {
     if (req.method === 'OPTIONS') return;
     const path = req.url.split('?', 1)[0];
+    // Epoch records are how logs are compared (epochs.ts): no client writes them or their metadata.
+    if (req.method !== 'GET' && req.method !== 'HEAD' && EPOCHS_PATH.test(path)) throw new ApiError('EPOCHS_READ_ONLY');
     const { leader, streamRoute } = leaderOnly(req.method, path);
     const requireLeader = streamRoute && booleanHeader(req, 'RequireLeader', false);
     if ((!leader && !requireLeader) || cluster.isLeader) return;
