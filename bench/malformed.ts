@@ -249,6 +249,7 @@ const GENERATORS: Record<string, Gen[]> = {
   'POST /gossip': [(pick) => json('POST', '/gossip', pick(BAD_JSON))],
   'POST /admin/shutdown': [],
   'POST /admin/reloadconfig': [],
+  'POST /admin/node/resign': [],
 
   'GET /': [],
   'GET /web': [],

@@ -42,11 +42,30 @@ async function main(argv: string[]): Promise<void> {
   let stop = (signal: string) => { signalled ??= signal; };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
-  const node = await startNode(loaded.config, {
-    sources: loaded.sources,
-    reloadConfig: read,
-    onShutdown: () => process.exit(0),
-  });
+  // A cluster node that stopped leading, or must truncate its log, restarts in place (with the
+  // configuration as it is now); signals then stop the running one.
+  let node!: Awaited<ReturnType<typeof startNode>>;
+  const start = async (config: typeof loaded.config): Promise<void> => {
+    node = await startNode(config, {
+      sources: loaded.sources,
+      reloadConfig: read,
+      onShutdown: () => process.exit(0),
+      onRestart: (reason) => {
+        node.log.warn({ reason }, 'restarting the node');
+        let next = loaded.config;
+        try {
+          next = read().config;
+        } catch (err) {
+          node.log.error({ err: (err as Error).message }, 'the configuration no longer loads; restarting with the one in force');
+        }
+        start(next).catch((err) => {
+          process.stderr.write(`Failed to restart: ${(err as Error).message}\n`);
+          process.exit(1);
+        });
+      },
+    });
+  };
+  await start(loaded.config);
   stop = (signal: string) => {
     node.log.info({ signal }, 'signal received');
     node.close().then(() => process.exit(0), (err) => {

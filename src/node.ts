@@ -20,6 +20,7 @@ import { BackupService } from './backup/service.js';
 import { AutoScavengeCoordinator, SingleNodeCluster, type Clock, type Ticker } from './autoscavenge/index.js';
 import { join } from 'node:path';
 import { autoScavengeEnablement, type AutoScavengeEnablement } from './license/index.js';
+import { startCluster, type Cluster } from './cluster/index.js';
 
 export { VERSION };
 
@@ -48,6 +49,11 @@ export interface NodeOptions {
   reloadConfig?: () => LoadedConfig;
   /** Called after POST /admin/shutdown has answered and the node has closed. */
   onShutdown?: () => void;
+  /**
+   * A cluster node must start again (it stopped leading, or must truncate its log first: see
+   * src/cluster/cluster-node.ts); called once it has closed. Without it the node stays closed.
+   */
+  onRestart?: (reason: string) => void;
   /**
    * The auto-scavenge coordinator's clock and rounds (tests drive them); `enabled` overrides what
    * the license check decided (src/license: a node without a valid license has the feature off).
@@ -78,6 +84,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     log.warn({ truncation: t }, `truncated the log to the truncate checkpoint: ${t.records} records from position ${t.position} to ${t.from} removed, `
       + `${t.streamsChanged} streams changed (${t.streamsRemoved} of them removed)`);
   }
+  const clustered = config.clusterSize > 1;
+  if (!clustered) {
+    const set = (Object.keys(OPTIONS) as OptionName[]).filter((n) => OPTIONS[n].group === 'Cluster' && n !== 'clusterSize' && current.sources[n] !== 'default');
+    if (set.length > 0) log.warn({ options: set }, `${set.join(', ')} have no effect with --cluster-size 1 (a single node)`);
+  }
+  let cluster: Cluster | undefined;
   const users = new UserStore(store, childLogger(log, 'users'));
   const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
@@ -121,6 +133,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clearTimeout(force);
       }
       stats.stop();
+      await cluster?.stop();
       await coordinator.stop();
       await backups.close();
       await scavenger.close();
@@ -153,6 +166,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         log.info({ subject: loaded.subject, oldThumbprint: certificates.thumbprint, newThumbprint: loaded.thumbprint, validTo: loaded.validTo },
           'certificate reloaded');
         certificates = loaded;
+        cluster?.reloadCertificates(loaded, next.config.certificateReservedNodeCommonName);
       }
       current = applyReloadable(current, next);
       log.info({ logLevel: next.config.logLevel }, 'configuration reloaded');
@@ -169,24 +183,40 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     version: VERSION,
     stats,
     currentConfig: () => current,
-    gossip: () => gossipOf(instanceId, current.config, port, store),
+    gossip: () => (cluster ? cluster.gossip() : gossipOf(instanceId, current.config, port, store)),
+    state: () => (cluster ? cluster.state : 'Leader'),
+    resign: async () => (cluster ? cluster.resign() : false),
     requestShutdown: () => {
       void close().then(() => options.onShutdown?.());
     },
     reload,
   };
 
-  try {
-    await users.start({ adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword });
+  const defaultUsers = { adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword };
+  // What runs on the leader only: on a single node at the start, in a cluster once this node leads.
+  const lead = async (): Promise<void> => {
+    if (clustered) await users.createDefaults(defaultUsers);
     await projections.start();
     await subscriptions.start();
+    if (clustered) {
+      await scavenger.open();
+      // The cluster-wide walk needs node scavenges on the followers, which do not run yet (README, Cluster).
+      if (coordinator.enabled) log.warn('auto-scavenge does not run in a cluster yet: scavenge the leader with POST /admin/scavenge');
+    }
+  };
+  try {
+    if (clustered) cluster = startCluster(store, config, instanceId, log, certificates);
+    await users.start(clustered ? undefined : defaultUsers);
+    if (!clustered) await lead();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator }, { https });
+    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator },
+      { https, cluster: cluster?.routing() });
     stats.watch(app.server);
     await app.listen({ host: config.httpIp, port: config.httpPort });
   } catch (err) {
     stats.stop();
+    await cluster?.stop();
     await backups.close();
     await scavenger.close();
     await subscriptions.stop();
@@ -196,10 +226,25 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     throw err;
   }
   port = (app.server.address() as AddressInfo).port;
-  await scavenger.open();
-  coordinator.start();
   const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
   const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
+  if (cluster) {
+    try {
+      await cluster.join(port, certificates ? 'https' : 'http', {
+        lead,
+        restart: (reason) => {
+          if (closing) return; // closing already (a shutdown, or a restart under way)
+          void close().then(() => options.onRestart?.(reason));
+        },
+      });
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  } else {
+    await scavenger.open();
+    coordinator.start();
+  }
   log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,
     ...(certificates ? { certificate: certificates.subject, thumbprint: certificates.thumbprint } : {}) },
   `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);

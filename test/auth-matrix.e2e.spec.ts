@@ -298,6 +298,7 @@ const MATRIX: Record<string, Case[]> = {
   'POST /gossip': one('gossip', everyone(403), () => jsonPost('/gossip', { members: [] })),
   'POST /admin/shutdown': one('shutdown', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/shutdown' }), { ownNode: true }),
   'POST /admin/reloadconfig': one('reload', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/reloadconfig' })),
+  'POST /admin/node/resign': one('resign', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/node/resign' })),
 
   // The Admin UI (issue 16): its files are public, the data it shows comes through the routes above.
   'GET /': one('root', everyone(302), () => get('/', 'text/html')),

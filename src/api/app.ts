@@ -14,6 +14,7 @@ import { registerScavenge } from './scavenge.js';
 import { registerBackup } from './backup.js';
 import { registerAutoScavenge } from './auto-scavenge.js';
 import { registerWeb } from './web.js';
+import { registerLeaderRouting, type LeaderRouting } from '../cluster/routing.js';
 
 // The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
 // decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),
@@ -46,7 +47,7 @@ export function markDraining(app: FastifyInstance): void {
   draining.add(app);
 }
 
-export function buildApp(ctx: ApiContext, options: { https?: Record<string, unknown> } = {}): FastifyInstance {
+export function buildApp(ctx: ApiContext, options: { https?: Record<string, unknown>; cluster?: LeaderRouting } = {}): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: Math.max(64 * 1024 * 1024, ctx.config.maxAppendSize * 4),
@@ -69,6 +70,8 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
   app.decorateRequest('principal', null as unknown as Principal);
+  // A cluster follower forwards what the leader answers before authenticating (the leader does).
+  if (options.cluster) registerLeaderRouting(app, options.cluster);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('Access-Control-Allow-Origin', '*');
     reply.header('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');

@@ -25,7 +25,11 @@ export interface NodeControl {
   readonly stats: StatsCollector;
   currentConfig(): { config: Config; sources: Record<OptionName, ConfigSource> };
   gossip(): Record<string, unknown>;
+  /** The node's state as gossip names it (Leader on a single node; Follower, CatchingUp... in a cluster). */
+  state(): string;
   requestShutdown(): void;
+  /** Gives up leadership if this node leads a cluster (another node takes over); whether it did. */
+  resign(): Promise<boolean>;
   reload(): Promise<ReloadOutcome>;
 }
 

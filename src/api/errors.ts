@@ -1,6 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError } from 'fastify';
-import { InvalidWriteError, StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from '../store/index.js';
+import {
+  InvalidWriteError, NotLeaderError, ReplicationLostError, StoreClosedError, StreamDeletedError, WriteTimeoutError, WrongExpectedVersionError,
+} from '../store/index.js';
 import { ProjectionError } from '../projections/manager.js';
 import { QuerySyntaxError } from '../projections/validate.js';
 import { SettingsError } from '../subscriptions/settings.js';
@@ -39,6 +41,7 @@ export const API_ERRORS = {
   /** The projections API refuses a role in words. */
   NOT_AUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'Not Authorized' },
   GOSSIP_REFUSED: { status: 403, reason: 'Forbidden', message: 'This node runs alone (cluster size 1): it takes gossip from no node.' },
+  EPOCHS_READ_ONLY: { status: 403, reason: 'Forbidden', message: 'The $epochs stream is written by cluster leaders only.' },
   NOT_FOUND: { status: 404, reason: 'Not Found', message: '' },
   /** DELETE /admin/scavenge/{id}: no scavenge with that id runs. */
   SCAVENGE_NOT_FOUND: { status: 404, reason: 'Not Found', message: 'Scavenge Id does not exist' },
@@ -53,6 +56,9 @@ export const API_ERRORS = {
   INTERNAL: { status: 500, reason: 'Internal Server Error', message: 'Internal error.' },
   SHUTTING_DOWN: { status: 503, reason: 'Server Is Not Ready', message: 'The server is shutting down.' },
   SERVICE_UNAVAILABLE: { status: 503, reason: 'Service Unavailable', message: '' },
+  /** A cluster without a leader (an election under way), or a leader still starting. */
+  NOT_READY: { status: 503, reason: 'Server Is Not Ready', message: 'No cluster leader is ready; retry shortly.' },
+  WRITE_TIMEOUT: { status: 500, reason: 'Write timeout', message: 'No quorum of the cluster held the write in time; it may or may not have been written.' },
 } as const satisfies Record<string, ErrorEntry>;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
@@ -102,6 +108,9 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   // The store's write door: too large is 413 as at the HTTP door, any other rule 400.
   domain(InvalidWriteError, (e) => new ApiError(e.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', e.message)),
   domain(StoreClosedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
+  domain(NotLeaderError, (e) => new ApiError('NOT_READY', e.message)),
+  domain(ReplicationLostError, (e) => new ApiError('NOT_READY', `${e.message}; the write may or may not have been written.`)),
+  domain(WriteTimeoutError, () => new ApiError('WRITE_TIMEOUT')),
   domain(ProjectionError, (e) => new ApiError(PROJECTION_ERRORS[e.kind], e.message)),
   domain(QuerySyntaxError, (e) => new ApiError('BAD_REQUEST', e.message)),
   domain(SettingsError, (e) => new ApiError('BAD_REQUEST', e.message)),

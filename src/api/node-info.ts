@@ -39,7 +39,7 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   const { node } = ctx;
 
   app.get('/info', async (req, reply) => send(req, reply, INFO_TYPES, 'info', {
-    dbVersion: node.version, esVersion: node.version, state: 'leader',
+    dbVersion: node.version, esVersion: node.version, state: node.state().toLowerCase(),
     features: { projections: true, userManagement: true, atomPub: true },
     authentication: { type: 'internal', properties: {} },
   }));
@@ -86,16 +86,20 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
     return send(req, reply, [MEDIA.json, MEDIA.textXml, MEDIA.appXml], 'ClusterInfo', node.gossip());
   });
 
-  // A single node hears gossip from no one: what a stranger posts must never be advertised to
-  // clients that discover the cluster through GET /gossip.
+  // A single node hears gossip from no one, and cluster members learn of each other through etcd:
+  // what a stranger posts must never be advertised to clients that discover the cluster through GET /gossip.
   app.post('/gossip', async () => {
-    throw new ApiError('GOSSIP_REFUSED');
+    throw ctx.config.clusterSize === 1 ? new ApiError('GOSSIP_REFUSED')
+      : new ApiError('GOSSIP_REFUSED', 'Cluster members learn of each other through etcd: this node takes gossip from no node.');
   });
 
   app.post('/admin/shutdown', { onRequest: requireOps }, async (_req, reply) => {
     reply.raw.once('finish', () => node.requestShutdown());
     return sendJson(reply, 200, {});
   });
+
+  // A cluster leader gives up its term (another node leads); a follower or a single node has nothing to give up.
+  app.post('/admin/node/resign', { onRequest: requireOps }, async (_req, reply) => sendJson(reply, 200, { resigned: await node.resign() }));
 
   app.post('/admin/reloadconfig', { onRequest: requireOps }, async (_req, reply) => {
     const outcome = await node.reload();

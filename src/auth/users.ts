@@ -49,10 +49,15 @@ export class UserStore {
   constructor(private readonly store: Store, private readonly log: Logger) {}
 
   /** Loads every account; on a new database creates admin and ops with the configured passwords. */
-  async start(defaults: { adminPassword: string; opsPassword: string }): Promise<void> {
+  async start(defaults: { adminPassword: string; opsPassword: string } | undefined): Promise<void> {
     this.unsubscribe = this.store.bus.subscribe((commit) => this.follow(commit.records));
     const logins = this.readLogins();
     for (const login of logins) this.reload(login);
+    if (defaults) await this.createDefaults(defaults);
+  }
+
+  /** On a new database (no `$users`), creates admin and ops (a cluster's leader does, once it leads). */
+  async createDefaults(defaults: { adminPassword: string; opsPassword: string }): Promise<void> {
     if (!this.store.streamInfo(USERS_STREAM)) {
       await this.create({ loginName: 'admin', fullName: 'Administrator', groups: [ADMINS], password: defaults.adminPassword });
       await this.create({ loginName: 'ops', fullName: 'Operations', groups: [OPS], password: defaults.opsPassword });

@@ -66,6 +66,46 @@ export const OPTIONS = {
     kind: 'int', group: 'Interface', default: 2113, min: 0, max: 65535,
     help: 'TCP port of the HTTP server (0 picks a free port).',
   },
+  clusterSize: {
+    kind: 'int', group: 'Cluster', default: 1, min: 1, max: 7,
+    help: 'Number of voting nodes in the cluster. 1: a single node as ever (no etcd). 3 (or 5): each node keeps its own copy of the log; one leader elected through etcd acknowledges a write once a majority holds it.',
+  },
+  etcdEndpoints: {
+    kind: 'string', group: 'Cluster', default: 'http://127.0.0.1:2379',
+    help: 'Comma-separated etcd client URLs (cluster size > 1): membership, leader election on a lease, and the leader\'s term live there.',
+  },
+  clusterName: {
+    kind: 'string', group: 'Cluster', default: 'svc',
+    help: 'Name of the cluster: the etcd key prefix its nodes share (several clusters may use one etcd).',
+  },
+  nodeName: {
+    kind: 'string', group: 'Cluster', default: undefined,
+    help: 'Name of this node within its cluster (unique; cluster size > 1). Unset: the advertised HTTP address (ip:port).',
+  },
+  advertiseHttpIp: {
+    kind: 'string', group: 'Cluster', default: undefined,
+    help: 'Address other nodes and clients use to reach this node\'s HTTP server (307 Location, forwarded writes, gossip). Unset: --http-ip.',
+  },
+  advertiseHttpPort: {
+    kind: 'int', group: 'Cluster', default: 0, min: 0, max: 65535,
+    help: 'Port other nodes and clients use to reach this node\'s HTTP server (0: the port it listens on).',
+  },
+  intIp: {
+    kind: 'string', group: 'Cluster', default: '127.0.0.1',
+    help: 'IP address the internal replication server listens on (cluster size > 1); also advertised to the other nodes.',
+  },
+  intPort: {
+    kind: 'int', group: 'Cluster', default: 1112, min: 0, max: 65535,
+    help: 'TCP port of the internal replication server: the leader ships the log to its followers there (0 picks a free port).',
+  },
+  leaseTtl: {
+    kind: 'int', group: 'Cluster', default: 2, min: 2, max: 60,
+    help: 'Seconds of this node\'s etcd lease: a leader that cannot renew it within this time stops acknowledging writes, and another node takes over (failover takes about this long).',
+  },
+  clusterConnectionLifetime: {
+    kind: 'int', group: 'Cluster', default: 600, min: 1, max: 86_400,
+    help: 'Seconds a connection between nodes (replication, forwarded requests) lives before it is replaced by a new one: a certificate reloaded by SIGHUP or POST /admin/reloadconfig takes effect between nodes within this time.',
+  },
   logLevel: {
     kind: 'enum', group: 'Logging', default: 'info', values: LOG_LEVELS,
     help: 'Log level of the structured (pino) log written to stdout.',

@@ -18,3 +18,19 @@ export class StoreClosedError extends Error {
     super('The store is shutting down');
   }
 }
+
+/** This node is a cluster follower (or not yet a leader): only the leader writes; the API forwards writes there. */
+export class NotLeaderError extends Error {
+  constructor(reason = 'This node is not the cluster leader') {
+    super(reason);
+  }
+}
+
+/** A leader lost its term (its etcd lease, or a newer leader) before a quorum held the write: it may or may not survive. */
+export class ReplicationLostError extends Error {}
+
+/** Records a follower got from its leader do not fit its log (a gap, an event number out of order): it stops following. */
+export class ReplicationMismatchError extends Error {}
+
+/** No quorum held a leader's write in time: it may or may not survive ("500 Write timeout" in the established servers). */
+export class WriteTimeoutError extends Error {}

@@ -10,19 +10,23 @@ import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
-import { Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type StreamWrite } from './writer.js';
+import {
+  Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type ReplicationGate, type ShippedBatch, type StreamWrite,
+} from './writer.js';
 import { loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
 import type { ExpectedVersion } from './expected-version.js';
 import type { EventRecord } from './record.js';
-import { truncateToCheckpoint, type Truncation } from './truncate.js';
+import { truncateOp, truncateToCheckpoint, type Truncation } from './truncate.js';
 import { writeBackup, type BackupOptions, type BackupResult } from './backup.js';
 
 export { ExpectedVersion } from './expected-version.js';
-export { WrongExpectedVersionError, StreamDeletedError, StoreClosedError } from './errors.js';
+export {
+  WrongExpectedVersionError, StreamDeletedError, StoreClosedError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, WriteTimeoutError,
+} from './errors.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
-export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal } from './writer.js';
+export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal, ReplicationGate, ShippedBatch } from './writer.js';
 export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
@@ -357,6 +361,33 @@ export class Store {
   /** A point-in-time backup of everything into a directory, while writes go on (backup.ts). */
   backup(options: Omit<BackupOptions, 'chunkSize'>): Promise<BackupResult> {
     return writeBackup(this.rocks, { ...options, chunkSize: this.chunkSize });
+  }
+
+  // What a cluster node (src/cluster) needs of its store: the writer's gate, the log's raw
+  // records to ship, a follower's apply path, and the truncate checkpoint for a diverged tail.
+
+  /** Holds the writer for the cluster (see ReplicationGate); undefined: a single node. */
+  setReplicationGate(gate: ReplicationGate | undefined): void {
+    this.writer.setGate(gate);
+  }
+
+  /** A follower's copy of a batch its leader shipped, at the leader's positions; resolves once durable. */
+  applyReplicated(batch: ShippedBatch, current: () => boolean): Promise<void> {
+    return this.writer.applyReplicated(batch, current);
+  }
+
+  /** At most `limit` records at or after `from`, as stored (position and encoded bytes), in log order. */
+  logRows(from: number, limit: number): ShippedBatch {
+    const { positions, values } = this.spaces.forward(from, limit, this.checkpoint.nextPosition);
+    return { positions, records: values };
+  }
+
+  /**
+   * Sets the truncate checkpoint (truncate.ts) durably: the next open removes every record at or
+   * after `position`. A cluster node whose tail no quorum acknowledged sets it and restarts.
+   */
+  setTruncateCheckpoint(position: number): void {
+    this.rocks.writeDurable([truncateOp(position)]);
   }
 
   /** RocksDB's own figures of the space the store takes. */

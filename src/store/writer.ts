@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import type { Rocks, BatchOp } from './rocks.js';
 import type { CommitBus } from './bus.js';
 import type { ExpectedVersion } from './expected-version.js';
-import { StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
+import { NotLeaderError, ReplicationMismatchError, StoreClosedError, StreamDeletedError, WrongExpectedVersionError } from './errors.js';
 import { decodeRecord, encodeRecord, type EventRecord, type RecordPayload } from './record.js';
 import { chunkTimesKey, eventIdKey, hintKey, indexKey, readU64, u64Value } from './keys.js';
 import type { LogSpaces } from './log-spaces.js';
@@ -50,7 +50,29 @@ type Pending =
       resolve: (r: DeleteResult) => void; reject: (e: Error) => void }
   | { kind: 'transaction'; streamId: string; writes: StreamWrite[]; deferSync: boolean;
       resolve: (r: AppendResult[]) => void; reject: (e: Error) => void }
-  | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void };
+  | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void }
+  | { kind: 'replicated'; streamId: string; batch: ShippedBatch; current: () => boolean; resolve: () => void; reject: (e: Error) => void };
+
+/** A durable batch as the leader ships it: each record's position and encoded bytes, in log order. */
+export interface ShippedBatch {
+  positions: readonly number[];
+  records: readonly Buffer[];
+}
+
+/**
+ * The cluster's hold on the writer (src/cluster). Unset on a single node: every write is settled
+ * once durable, as ever. Set on a cluster node: only a leader takes writes, each durable batch is
+ * handed over for shipping to the followers, and its callers are answered (and the commit
+ * published) only once a quorum of nodes holds the log up to the batch's end.
+ */
+export interface ReplicationGate {
+  /** Why this node takes no writes now (a follower, a leader still starting), or undefined when it does. */
+  refusal(): string | undefined;
+  /** A batch is durable here: ship it. Called in log order, before its callers hear anything. */
+  shipped(batch: ShippedBatch, nextPosition: number): void;
+  /** Calls `settle` once a quorum holds the log up to `position` (in order of the calls), or `fail` if the term ends first. */
+  whenReplicated(position: number, settle: () => void, fail: (err: Error) => void): void;
+}
 
 /**
  * What a scavenge removes in one batch: records (with their index and event-id entries) and
@@ -191,6 +213,47 @@ class BatchBuilder {
     // A record never straddles a chunk boundary unless it is larger than a chunk.
     if (bytes.length > room && bytes.length <= this.deps.chunkSize) position += room;
     assert(position >= this.position, 'log positions strictly increase');
+    if (!tombstone) assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
+    const stored: EventRecord = {
+      position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
+      isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
+      idIndexed,
+    };
+    this.place(stored, bytes, info);
+    return stored;
+  }
+
+  /**
+   * A record the leader wrote, at the leader's position (a follower's copy of the log), with the
+   * entries addRecord makes for it; the stream infos follow it. Event numbers may skip (the
+   * leader's scavenge removed records before shipping them), never go back.
+   */
+  addReplicated(position: number, bytes: Buffer): EventRecord {
+    if (!(position >= this.position)) throw new ReplicationMismatchError(`a record at ${position} is below the log's end ${this.position}`);
+    let record: EventRecord;
+    try {
+      record = decodeRecord(position, bytes);
+    } catch (err) {
+      throw new ReplicationMismatchError(`the record at ${position} does not decode: ${(err as Error).message}`);
+    }
+    const info = this.ensureInfo(record.streamId);
+    if (info.tombstoned || (!record.tombstone && record.eventNumber <= info.lastEventNumber)) {
+      throw new ReplicationMismatchError(`event ${record.eventNumber} of ${record.streamId} at ${position} does not follow its stream's end ${info.lastEventNumber}`);
+    }
+    this.place(record, bytes, info);
+    if (record.tombstone) {
+      this.setInfo(record.streamId, { ...info, tombstoned: true });
+      this.metadataWritten.add(record.streamId);
+    } else {
+      this.setInfo(record.streamId, { ...info, lastEventNumber: record.eventNumber });
+      if (isMetastream(record.streamId)) this.metadataWritten.add(originalStreamOf(record.streamId));
+    }
+    return record;
+  }
+
+  /** The log entry of a record at its position, and its index, event-id, hint and chunk-time entries. */
+  private place(record: EventRecord, bytes: Buffer, info: StreamInfo): void {
+    const { position, streamId, tombstone } = record;
     this.position = position + bytes.length;
     this.logOps.push([this.deps.spaces.key(position, streamId), bytes]);
     // What a scavenge's accumulation needs without reading the whole log: where the metastream
@@ -198,22 +261,22 @@ class BatchBuilder {
     if (tombstone || isMetastream(streamId)) this.ops.push([hintKey(position), EMPTY]);
     const chunk = Math.floor(position / this.deps.chunkSize);
     const times = this.chunkTimes.get(chunk);
+    const created = record.created;
     if (!times) this.chunkTimes.set(chunk, [created, created]);
     else {
       if (created < times[0]) times[0] = created;
       if (created > times[1]) times[1] = created;
     }
     if (!tombstone) {
-      assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
-      this.indexOps.push([indexKey(info.streamNumber, eventNumber), u64Value(position)]);
-      if (idIndexed) {
-        const idKey = eventIdKey(info.streamNumber, e.eventId);
-        this.idOps.push([idKey, u64Value(eventNumber)]);
+      this.indexOps.push([indexKey(info.streamNumber, record.eventNumber), u64Value(position)]);
+      if (record.idIndexed) {
+        const idKey = eventIdKey(info.streamNumber, record.eventId);
+        this.idOps.push([idKey, u64Value(record.eventNumber)]);
         this.deps.idFilter.add(idKey); // before it is durable: a batch that fails leaves a false positive at worst
-        this.newEventIds.set(idKey.toString('latin1'), eventNumber);
+        this.newEventIds.set(idKey.toString('latin1'), record.eventNumber);
       }
     }
-    if (e.eventType === SCAVENGE_POINT_EVENT_TYPE && streamId === SCAVENGE_POINTS_STREAM) {
+    if (record.eventType === SCAVENGE_POINT_EVENT_TYPE && streamId === SCAVENGE_POINTS_STREAM) {
       // The scavenge point completes its chunk: everything after it starts the next one, so a
       // scavenge up to the point covers whole chunks and accumulates each chunk once.
       this.position = Math.ceil(this.position / this.deps.chunkSize) * this.deps.chunkSize;
@@ -221,13 +284,7 @@ class BatchBuilder {
     this.bytes += bytes.length;
     this.recordCount++;
     this.recordBytes.push(bytes);
-    const stored: EventRecord = {
-      position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
-      isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
-      idIndexed,
-    };
-    this.records.push(stored);
-    return stored;
+    this.records.push(record);
   }
 
   setInfo(streamId: string, info: StreamInfo): void {
@@ -286,7 +343,25 @@ export class Writer {
   private reclaiming: Promise<void> | undefined;
   readonly stats = new WriterStats();
 
+  /** The cluster's hold on this writer (ReplicationGate), if any. */
+  private gate: ReplicationGate | undefined;
+
   constructor(private readonly deps: WriterDeps) {}
+
+  setGate(gate: ReplicationGate | undefined): void {
+    this.gate = gate;
+  }
+
+  /**
+   * A follower's copy of a batch its leader shipped (ReplicationGate); resolves once durable here.
+   * Batches are queued as they arrive; one whose connection failed meanwhile (`current` false:
+   * an earlier batch did not apply) is refused, so the log never gets a hole.
+   */
+  applyReplicated(batch: ShippedBatch, current: () => boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'replicated', streamId: '', batch, current, resolve, reject });
+    });
+  }
 
   get queueLength(): number {
     return this.queue.length;
@@ -343,6 +418,11 @@ export class Writer {
       op.reject(new StoreClosedError());
       return;
     }
+    const refusal = op.kind === 'replicated' ? undefined : this.gate?.refusal();
+    if (refusal !== undefined) {
+      op.reject(new NotLeaderError(refusal));
+      return;
+    }
     this.queue.push(op);
     this.stats.queued(this.queue.length);
     if (!this.scheduled) {
@@ -378,6 +458,10 @@ export class Writer {
       this.flushRemoval(first);
       return;
     }
+    if (first.kind === 'replicated') {
+      this.flushReplicated();
+      return;
+    }
     const { checkpoint } = this.deps;
     const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
     const outcomes: (() => void)[] = [];
@@ -390,7 +474,7 @@ export class Writer {
     while (this.queue.length > 0 && taken.length < MAX_OPS_PER_FLUSH && builder.bytes < MAX_BYTES_PER_FLUSH
       && builder.records.length < maxRecords) {
       const next: Pending = this.queue[0];
-      if (next.kind === 'remove' || isDeferred(next) !== deferred) break;
+      if (next.kind === 'remove' || next.kind === 'replicated' || isDeferred(next) !== deferred) break;
       const op = next;
       const streams = op.kind === 'transaction' ? op.writes.map((w) => w.streamId) : [op.streamId];
       const targets = streams.map((id) => (isMetastream(id) ? originalStreamOf(id) : id));
@@ -411,19 +495,25 @@ export class Writer {
       }
     }
 
+    const gate = this.gate;
     if (builder.records.length === 0) {
       this.stats.flushed(taken.length, 0, this.queue.length);
-      for (const outcome of outcomes) outcome();
+      // (In a cluster an idempotent answer waits like a write: the original may not be replicated yet.)
+      const settle = () => { for (const outcome of outcomes) outcome(); };
+      if (gate) gate.whenReplicated(checkpoint.nextPosition, settle, (err) => { for (const op of taken) op.reject(err); });
+      else settle();
       this.afterFlush();
       return;
     }
     const next = this.prepareCommit(builder);
     const started = performance.now();
+    // A cluster leader syncs every batch: a quorum counts only durable copies.
+    const unsynced = deferred && !gate;
     try {
       const ops = [...builder.logOps, ...builder.indexOps, ...builder.idOps, ...builder.ops];
-      if (deferred) this.deps.rocks.writeUnsynced(ops);
+      if (unsynced) this.deps.rocks.writeUnsynced(ops);
       else this.deps.rocks.writeDurable(ops);
-      this.unsynced = deferred;
+      this.unsynced = unsynced;
     } catch (err) {
       this.abandon(taken, err as Error);
       return;
@@ -432,7 +522,58 @@ export class Writer {
     this.applyCommit(builder, next);
     this.stats.recordsWritten += builder.records.length;
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
-    for (const outcome of outcomes) outcome();
+    const settle = () => {
+      for (const outcome of outcomes) outcome();
+      this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+    };
+    if (gate) {
+      gate.shipped({ positions: builder.records.map((r) => r.position), records: builder.recordBytes }, next.nextPosition);
+      gate.whenReplicated(next.nextPosition, settle, (err) => { for (const op of taken) op.reject(err); });
+    } else settle();
+    this.afterFlush();
+  }
+
+  /**
+   * A follower's copy of one batch of its leader's: the records at the leader's positions, with
+   * the same index, event-id, hint, chunk-time and stream-info entries, in one synced batch.
+   */
+  private flushReplicated(): void {
+    const { checkpoint } = this.deps;
+    const builder = new BatchBuilder(this.deps, checkpoint.nextPosition, checkpoint.nextStreamNumber, checkpoint.recordCount);
+    // The leader's batches that arrived while the last one was written go together: one fsync.
+    const taken: Extract<Pending, { kind: 'replicated' }>[] = [];
+    while (this.queue.length > 0 && this.queue[0].kind === 'replicated' && builder.bytes < MAX_BYTES_PER_FLUSH) {
+      const op = this.queue.shift() as Extract<Pending, { kind: 'replicated' }>;
+      if (!op.current()) {
+        op.reject(new ReplicationMismatchError('an earlier batch of this connection failed'));
+        continue;
+      }
+      taken.push(op);
+      const { positions, records } = op.batch;
+      try {
+        for (let i = 0; i < positions.length; i++) builder.addReplicated(positions[i], records[i]);
+      } catch (err) {
+        this.abandon(taken, err as Error);
+        return;
+      }
+    }
+    if (builder.records.length === 0) {
+      for (const op of taken) op.resolve();
+      this.afterFlush();
+      return;
+    }
+    const next = this.prepareCommit(builder);
+    const started = performance.now();
+    try {
+      this.deps.rocks.writeDurable([...builder.logOps, ...builder.indexOps, ...builder.idOps, ...builder.ops]);
+      this.unsynced = false;
+    } catch (err) {
+      this.abandon(taken, err as Error);
+      return;
+    }
+    this.applyCommit(builder, next);
+    this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
+    for (const op of taken) op.resolve();
     this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
     this.afterFlush();
   }
@@ -506,7 +647,7 @@ export class Writer {
   }
 
   /** The write door (write-rules.ts), for every stream the operation writes. */
-  private checkOperation(op: Exclude<Pending, { kind: 'remove' }>): void {
+  private checkOperation(op: Exclude<Pending, { kind: 'remove' | 'replicated' }>): void {
     const { limits } = this.deps;
     if (op.kind === 'append') {
       checkStreamName(op.streamId);
@@ -520,7 +661,7 @@ export class Writer {
   }
 
   /** Adds one operation to the batch; returns what settles its caller once the batch is durable. */
-  private plan(builder: BatchBuilder, op: Exclude<Pending, { kind: 'remove' }>, now: number): () => void {
+  private plan(builder: BatchBuilder, op: Exclude<Pending, { kind: 'remove' | 'replicated' }>, now: number): () => void {
     if (op.kind === 'append') {
       const result = this.planAppend(builder, op.streamId, op.expected, op.events, now);
       return () => op.resolve(result);

@@ -52,7 +52,8 @@ function commonNameOf(cert: X509Certificate): string {
   return line ? line.slice(3) : '';
 }
 
-function matchesName(pattern: string, name: string): boolean {
+/** Whether a certificate common name matches a reserved name (`*.example.com` matches one label). */
+export function matchesName(pattern: string, name: string): boolean {
   if (pattern === name) return true;
   if (!pattern.startsWith('*.')) return false;
   const suffix = pattern.slice(1); // ".example.com"

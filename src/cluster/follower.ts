@@ -1,0 +1,166 @@
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { Store } from '../store/index.js';
+import { epochHistory } from './epochs.js';
+import {
+  ackFrame, decodeJson, decodeRecords, FRAME, FrameError, isStart, jsonFrame, readFrames, type Hello, type Start,
+} from './frames.js';
+import type { Transport } from './transport.js';
+
+// A follower's side of replication: one connection to the leader of one term. HELLO names the
+// term and where this log ends (with its newest epochs); START answers where the two logs agree.
+// A follower holding records past that point must drop them (Sink.truncate: the truncate
+// checkpoint, then a restart); otherwise it applies each record frame through the writer's
+// replicated path, at the leader's positions, and acknowledges its durable end after each.
+
+/** Record bytes being applied or waiting at most before the socket stops reading (back pressure on the leader). */
+const MAX_APPLYING_BYTES = 64 * 1024 * 1024;
+/** No frame from the leader (it sends heartbeats) for this long: the connection is dead. */
+const SILENCE_MS = 3000;
+
+export interface FollowerEvents {
+  /** START received: the follower now receives the log. */
+  started(): void;
+  /** The follower reached the leader's end (per its heartbeat). */
+  caughtUp(): void;
+  /** The follower's log must end at `common` before it can follow. */
+  truncate(common: number): void;
+  /** The connection ended (`reason`); the node decides whether to reconnect. */
+  closed(reason: string): void;
+}
+
+export interface LeaderAddress {
+  name: string;
+  intHost: string;
+  intPort: number;
+  term: number;
+}
+
+export class FollowerReplication {
+  private socket: Socket | undefined;
+  private applying: Promise<void> = Promise.resolve();
+  /** Bytes of records queued for the writer and not yet durable. */
+  private inFlight = 0;
+  private stopped = false;
+  /** A batch failed to apply: later ones of this connection are refused. */
+  private failed = false;
+  private caughtUp = false;
+  private silence: NodeJS.Timeout | undefined;
+  private closedReason: string | undefined;
+
+  private renewal: NodeJS.Timeout | undefined;
+
+  /** `lifetimeMs`: the connection is replaced after about this long (certificates reloaded since take effect). */
+  constructor(private readonly store: Store, private readonly leader: LeaderAddress, private readonly self: { name: string; instanceId: string },
+    private readonly transport: Transport, private readonly events: FollowerEvents, private readonly log: Logger,
+    private readonly lifetimeMs: number) {}
+
+  get term(): number {
+    return this.leader.term;
+  }
+
+  start(): void {
+    const socket = this.transport.connect(this.leader.intHost, this.leader.intPort);
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.on('error', (err) => { this.closedReason ??= err.message; });
+    // Followers renew at slightly different times, so the leader keeps a quorum meanwhile.
+    this.renewal = setTimeout(() => {
+      this.closedReason = 'connection renewed (--cluster-connection-lifetime)';
+      socket.destroy();
+    }, this.lifetimeMs * (0.9 + Math.random() * 0.1));
+    this.renewal.unref();
+    socket.on('close', () => {
+      clearTimeout(this.silence);
+      clearTimeout(this.renewal);
+      if (!this.stopped) this.events.closed(this.closedReason ?? 'the leader closed the connection');
+      this.stopped = true;
+    });
+    const hello: Hello = {
+      name: this.self.name, instanceId: this.self.instanceId, term: this.leader.term,
+      epochs: epochHistory(this.store), logEnd: this.store.headPosition,
+    };
+    socket.write(jsonFrame(FRAME.HELLO, hello));
+    this.armSilence();
+    let started = false;
+    readFrames(socket, (type, payload) => {
+      this.armSilence();
+      if (type === FRAME.REFUSED) {
+        this.closedReason = `refused: ${payload.toString('utf8')}`;
+        socket.destroy();
+        return;
+      }
+      if (!started) {
+        if (type !== FRAME.START) throw new FrameError('the first frame from the leader is not START');
+        const start = decodeJson<Start>(payload, isStart);
+        if (start.term !== this.leader.term) throw new FrameError(`START for term ${start.term}, not ${this.leader.term}`);
+        started = true;
+        if (hello.logEnd > start.common) {
+          this.stop();
+          this.events.truncate(start.common);
+          return;
+        }
+        this.events.started();
+        return;
+      }
+      if (type === FRAME.RECORDS) this.apply(decodeRecords(payload));
+      else if (type === FRAME.HEARTBEAT) this.heard(payload.readDoubleBE(0));
+      else throw new FrameError(`unexpected frame ${type} from the leader`);
+    });
+  }
+
+  private armSilence(): void {
+    clearTimeout(this.silence);
+    this.silence = setTimeout(() => {
+      this.closedReason = `no frame from the leader for ${SILENCE_MS} ms`;
+      this.socket?.destroy();
+    }, SILENCE_MS);
+    this.silence.unref();
+  }
+
+  private apply(batch: ReturnType<typeof decodeRecords>): void {
+    let bytes = 0;
+    for (const r of batch.records) bytes += r.length;
+    this.inFlight += bytes;
+    if (this.inFlight >= MAX_APPLYING_BYTES) this.socket!.pause();
+    // Queued in the writer at once (batches that wait together are written with one fsync);
+    // acknowledged in order as each becomes durable.
+    const applied = this.store.applyReplicated(batch, () => !this.failed && !this.stopped);
+    this.applying = this.applying.then(async () => {
+      try {
+        await applied;
+      } catch (err) {
+        if (!this.failed && !this.stopped) this.log.error({ err: (err as Error).message }, 'a replicated batch could not be applied; reconnecting');
+        this.failed = true;
+        this.closedReason ??= (err as Error).message;
+        this.socket?.destroy();
+        return;
+      } finally {
+        this.inFlight -= bytes;
+        if (this.inFlight < MAX_APPLYING_BYTES / 2) this.socket?.resume();
+      }
+      if (!this.stopped) this.socket!.write(ackFrame(this.store.headPosition));
+    });
+  }
+
+  private heard(leaderHead: number): void {
+    // Acknowledge on every heartbeat too: the leader learns our end even when no records flow.
+    void this.applying.then(() => {
+      if (this.stopped) return;
+      this.socket!.write(ackFrame(this.store.headPosition));
+      if (!this.caughtUp && this.store.headPosition >= leaderHead) {
+        this.caughtUp = true;
+        this.events.caughtUp();
+      }
+    });
+  }
+
+  /** Closes the connection; resolves once no replicated batch is being applied. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.silence);
+    clearTimeout(this.renewal);
+    this.socket?.destroy();
+    await this.applying;
+  }
+}

@@ -1,0 +1,83 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.js';
+import type { Store } from '../store/index.js';
+import { VERSION } from '../version.js';
+import { ClusterNode, type ClusterHooks } from './cluster-node.js';
+import type { LeaderRouting } from './routing.js';
+import { plainTransport } from './transport.js';
+import { TlsTransport } from './tls-transport.js';
+import type { CertificateSet } from '../tls/certificates.js';
+import { childLogger } from '../logger.js';
+
+// The cluster's public face for node.ts: a ClusterNode made from the configuration (it takes the
+// store's writer at once), joined once the HTTP server listens; its routing for the API, and
+// its gossip. Nothing here is loaded with --cluster-size 1.
+
+export type { ClusterNode } from './cluster-node.js';
+
+export interface Cluster {
+  readonly state: string;
+  join(httpPort: number, scheme: 'http' | 'https', hooks: ClusterHooks): Promise<void>;
+  routing(): LeaderRouting;
+  gossip(): Record<string, unknown>;
+  /** Certificates reloaded (SIGHUP, POST /admin/reloadconfig): the links between nodes take them up. */
+  reloadCertificates(certificates: CertificateSet, reservedName: string | undefined): void;
+  /** A leader gives up its term (another node leads); false on a follower. */
+  resign(): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+/** `certificates`: the node's (mutual TLS between nodes), or undefined for plain TCP (--insecure, --dev). */
+export function startCluster(store: Store, config: Config, instanceId: string, log: Logger, certificates: CertificateSet | undefined): Cluster {
+  const connectionLifetimeMs = config.clusterConnectionLifetime * 1000;
+  const tls = certificates ? new TlsTransport(certificates, config.certificateReservedNodeCommonName, childLogger(log, 'cluster')) : undefined;
+  const node = new ClusterNode(store, {
+    clusterSize: config.clusterSize, endpoints: config.etcdEndpoints.split(',').map((e) => e.trim()).filter(Boolean),
+    clusterName: config.clusterName, leaseTtlSeconds: config.leaseTtl, intIp: config.intIp, connectionLifetimeMs,
+  }, instanceId, tls ?? plainTransport, log);
+  const httpHost = config.advertiseHttpIp ?? config.httpIp;
+  return {
+    get state() { return node.state; },
+    async join(httpPort, scheme, hooks) {
+      const port = config.advertiseHttpPort || httpPort;
+      const host = httpHost.includes(':') ? `[${httpHost}]` : httpHost;
+      await node.join({
+        name: config.nodeName ?? `${httpHost}:${port}`, httpUrl: `${scheme}://${host}:${port}`,
+        intHost: config.intIp, intPort: config.intPort,
+      }, hooks);
+    },
+    routing: () => ({
+      get name() { return node.self?.name ?? ''; },
+      get isLeader() { return node.isLeader; },
+      leaderHttpUrl: () => node.leaderHttpUrl(),
+      onLeaderChange: (listener) => node.onLeaderChange(listener),
+      trustedRoots: () => tls?.trustedRoots,
+      get reservedName() { return tls?.reservedNodeName; },
+      connectionLifetimeMs,
+    }),
+    reloadCertificates: (loaded, reservedName) => tls?.reload(loaded, reservedName),
+    resign: () => node.resign(),
+    gossip: () => gossipOf(node, httpHost, config),
+    stop: () => node.stop(),
+  };
+}
+
+function gossipOf(node: ClusterNode, serverIp: string, config: Config): Record<string, unknown> {
+  const members = node.members().map(({ record, alive, leader }) => {
+    const http = new URL(record.httpUrl);
+    const httpIp = http.hostname.replace(/^\[|\]$/g, '');
+    const httpPort = Number(http.port);
+    return {
+      instanceId: record.instanceId, nodeName: record.name, timeStamp: record.timeStamp,
+      state: alive ? (leader ? 'Leader' : record.state) : 'Unknown', isAlive: alive,
+      internalTcpIp: record.intHost, internalTcpPort: record.intPort, internalSecureTcpPort: 0,
+      externalTcpIp: httpIp, externalTcpPort: 0, externalSecureTcpPort: 0,
+      internalHttpEndPointIp: httpIp, internalHttpEndPointPort: httpPort, httpEndPointIp: httpIp, httpEndPointPort: httpPort,
+      lastCommitPosition: record.logEnd, writerCheckpoint: record.logEnd, chaserCheckpoint: record.logEnd,
+      epochPosition: record.epochPosition, epochNumber: record.epochTerm, epochId: `term-${record.epochTerm}`,
+      nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
+    };
+  });
+  const self = members[0];
+  return { members, serverIp, serverPort: self ? self.httpEndPointPort : config.httpPort };
+}
