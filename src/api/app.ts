@@ -14,7 +14,7 @@ import { registerScavenge } from './scavenge.js';
 import { registerBackup } from './backup.js';
 import { registerAutoScavenge } from './auto-scavenge.js';
 import { registerWeb } from './web.js';
-import { registerLeaderRouting, type LeaderRouting } from '../cluster/routing.js';
+import { registerLeaderRouting, type LeaderRouting } from './leader-routing.js';
 
 // The fastify app: one body parser that keeps raw bytes (a route that takes JSON declares it and
 // decodes it, see json-body.ts), request schemas with the API's own 400 messages (schemas.ts),

@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import type { Store } from '../store/index.js';
 import { VERSION } from '../version.js';
 import { ClusterNode, type ClusterHooks } from './cluster-node.js';
-import type { LeaderRouting } from './routing.js';
+import type { LeaderRouting } from '../api/leader-routing.js';
 import { plainTransport } from './transport.js';
 import { TlsTransport } from './tls-transport.js';
 import type { CertificateSet } from '../tls/certificates.js';

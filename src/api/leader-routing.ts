@@ -1,8 +1,8 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../api/errors.js';
-import { booleanHeader } from '../api/headers.js';
+import { ApiError } from './errors.js';
+import { booleanHeader } from './headers.js';
 import type { PeerCertificate } from 'node:tls';
 import { matchesName } from '../tls/certificates.js';
 
