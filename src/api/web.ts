@@ -43,12 +43,13 @@ export function registerWeb(app: FastifyInstance, root = webRoot()): void {
     index: ['index.html'],
     wildcard: true,
     decorateReply: false,
+    cacheControl: false, // set below, per file
     setHeaders(res, path) {
-      if (path.includes(`${join(root, 'assets')}`)) res.header('Cache-Control', 'public, max-age=31536000, immutable');
-      else res.header('Cache-Control', 'no-cache');
+      if (path.includes(`${join(root, 'assets')}`)) res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+      else res.setHeader('Cache-Control', 'no-cache');
       if (path.endsWith('.html')) {
-        res.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-        res.header('X-Content-Type-Options', 'nosniff');
+        res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+        res.setHeader('X-Content-Type-Options', 'nosniff');
       }
     },
   });
