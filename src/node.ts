@@ -17,7 +17,9 @@ import { ProjectionManager, type RunProjections } from './projections/manager.js
 import { SubscriptionService } from './subscriptions/service.js';
 import { Scavenger } from './scavenge/scavenger.js';
 import { BackupService } from './backup/service.js';
-import { AutoScavengeCoordinator, SingleNodeCluster, type Clock, type Ticker } from './autoscavenge/index.js';
+import {
+  AutoScavengeCoordinator, memberScavengeRequest, ReplicatedCluster, SingleNodeCluster, type Clock, type Ticker,
+} from './autoscavenge/index.js';
 import { join } from 'node:path';
 import { autoScavengeEnablement, type AutoScavengeEnablement } from './license/index.js';
 import { startCluster, type Cluster } from './cluster/index.js';
@@ -102,6 +104,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     stateDir: join(store.location, SCAVENGE_STATE_DIR), chunkSize: config.chunkSize, disableMerging: config.disableScavengeMerging,
     historyMaxAgeDays: config.scavengeHistoryMaxAge, backendPageSize: config.scavengeBackendPageSize,
     backendCacheSize: config.scavengeBackendCacheSize, streamCacheCapacity: config.scavengeHashUsersCacheCapacity,
+    // In a cluster the scavenge point and history go through the leader, whatever this node's role.
+    ...(clustered ? { append: (stream, expected, events) => cluster!.append(stream, expected, events) } : {}),
     nodeEndpoint: () => `${config.httpIp}:${port}`, backupRunning: (): boolean => backups.running,
   }, childLogger(log, 'scavenge'));
   const backups: BackupService = new BackupService(store, (): string | undefined => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
@@ -110,8 +114,19 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   // The license check decides whether the coordinator runs (tests may decide instead, with their clock).
   const setting = options.autoScavenge ?? {};
   const disabledReason = setting.reason ?? autoScavenge.reason;
-  const coordinator = new AutoScavengeCoordinator(store,
-    new SingleNodeCluster(store, scavenger, () => ({ address: config.httpIp, port }), instanceId), {
+  // In a cluster: the members from gossip, and their node scavenges called over the replication links.
+  const membership = clustered
+    ? new ReplicatedCluster(store, {
+      clusterSize: config.clusterSize,
+      selfName: () => (cluster ? cluster.routing().name : ''),
+      gossip: () => (cluster ? cluster.gossip() : { members: [] }),
+      isLeader: () => cluster?.state === 'Leader',
+      resign: async () => (cluster ? cluster.resign() : false),
+      memberRequest: (name, request, timeoutMs) => (cluster
+        ? cluster.memberRequest(name, request, timeoutMs) : Promise.reject(new Error('not in a cluster yet'))),
+    })
+    : new SingleNodeCluster(store, scavenger, () => ({ address: config.httpIp, port }), instanceId);
+  const coordinator = new AutoScavengeCoordinator(store, membership, {
       enabled: setting.enabled ?? autoScavenge.enabled, disabledReason, clock: setting.clock,
       ticker: setting.ticker, roundIntervalMs: setting.roundIntervalMs,
     }, childLogger(log, 'auto-scavenge'));
@@ -200,8 +215,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await subscriptions.start();
     if (clustered) {
       await scavenger.open();
-      // The cluster-wide walk needs node scavenges on the followers, which do not run yet (README, Cluster).
-      if (coordinator.enabled) log.warn('auto-scavenge does not run in a cluster yet: scavenge the leader with POST /admin/scavenge');
+      // The coordinator runs on the leader: followers first, then this node resigns and the next leader's coordinator scavenges it.
+      coordinator.start();
     }
   };
   try {
@@ -232,6 +247,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     try {
       await cluster.join(port, certificates ? 'https' : 'http', {
         lead,
+        // The leader's coordinator calls this node's scavenger over the replication link.
+        serve: (request) => memberScavengeRequest(scavenger, request),
         restart: (reason) => {
           if (closing) return; // closing already (a shutdown, or a restart under way)
           void close().then(() => options.onRestart?.(reason));

@@ -8,11 +8,12 @@ import { matchesName } from '../tls/certificates.js';
 
 // Which node answers a request in a cluster. Every node serves reads of streams, `$all`, feeds
 // and users from its own copy of the log. Writes (appends, deletes, metadata, users), and
-// everything that runs on the leader only (projections, persistent subscriptions, scavenges,
-// auto-scavenge) are forwarded by a follower to the leader, whose answer it relays; with
+// everything that runs on the leader only (projections, persistent subscriptions, the
+// auto-scavenge coordinator) are forwarded by a follower to the leader, whose answer it relays; with
 // `SVC-RequiresMaster: true` (or a RequireLeader spelling) a follower answers 307 with the
 // leader's URL instead, for reads of streams too. Node endpoints (/info, /gossip, /stats, /ping,
-// /admin/shutdown, /admin/reloadconfig, /admin/backup, /admin/mergeindexes) are each node's own.
+// /admin/shutdown, /admin/reloadconfig, /admin/backup, /admin/mergeindexes, /admin/scavenge*: a node
+// scavenge removes records from that node's copy, as in the established servers) are each node's own.
 
 /** Marks a forwarded request: a node that gets one and does not lead answers 503 instead of forwarding it again. */
 export const FORWARDED_HEADER = 'svc-forwarded-by';
@@ -41,8 +42,9 @@ export interface LeaderRouting {
 export function leaderOnly(method: string, path: string): { leader: boolean; streamRoute: boolean } {
   const read = method === 'GET' || method === 'HEAD';
   if (path.startsWith('/streams')) return { leader: !read, streamRoute: true };
-  if (path.startsWith('/subscriptions') || path.startsWith('/projection') || path.startsWith('/auto-scavenge')
-    || path.startsWith('/admin/scavenge')) return { leader: true, streamRoute: false };
+  if (path.startsWith('/subscriptions') || path.startsWith('/projection') || path.startsWith('/auto-scavenge')) {
+    return { leader: true, streamRoute: false };
+  }
   if (path.startsWith('/users')) return { leader: !read, streamRoute: false };
   return { leader: false, streamRoute: false };
 }

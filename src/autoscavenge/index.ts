@@ -6,3 +6,4 @@ export { InvalidScheduleError } from './schedule.js';
 export { AUTO_SCAVENGES_STREAM, CONFIGURATION_STREAM } from './events.js';
 export type { ClusterMembership, ClusterMember, ClusterView, NodeId, MemberScavengeResult } from './cluster.js';
 export { MemberCallError } from './cluster.js';
+export { ReplicatedCluster, memberScavengeRequest, type ClusterAccess, type MemberScavengeRequest } from './replicated-cluster.js';

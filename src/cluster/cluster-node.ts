@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
-import { NotLeaderError, ReplicationLostError, type ReplicationGate, type Store } from '../store/index.js';
+import {
+  NotLeaderError, ReplicationLostError, type AppendResult, type ExpectedVersion, type ProposedEvent, type ReplicationGate, type Store,
+} from '../store/index.js';
 import { childLogger } from '../logger.js';
 import { lastEpoch, writeEpoch } from './epochs.js';
 import { FollowerReplication } from './follower.js';
@@ -35,6 +37,8 @@ export interface ClusterHooks {
   lead(): Promise<void>;
   /** This node must start again (it lost its term, or must truncate its log first). */
   restart(reason: string): void;
+  /** Answers a request the leader sends a follower (LeaderReplication.request): the auto-scavenge coordinator's node scavenge calls. */
+  serve?(request: unknown): Promise<unknown>;
 }
 
 export interface ClusterSettings {
@@ -110,6 +114,24 @@ export class ClusterNode {
 
   get isLeader(): boolean {
     return this.state === 'Leader';
+  }
+
+  /**
+   * An append this node's own services need whatever its role (a node scavenge's point and
+   * history): the leader appends it; a follower sends it to the leader over its replication
+   * connection and resolves once the events are in its own copy.
+   */
+  append(stream: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<Pick<AppendResult, 'firstEventNumber' | 'position'>> {
+    if (this.isLeader) return this.store.append(stream, expected, events);
+    if (this.following) return this.following.append(stream, expected, events);
+    return Promise.reject(new NotLeaderError(`this node is ${this.state}: no leader to write through`));
+  }
+
+  /** A request to the follower named `name` over its replication connection (this node leads), or to this node itself. */
+  memberRequest(name: string, request: unknown, timeoutMs: number): Promise<unknown> {
+    if (name === this.self.name) return this.hooks.serve ? this.hooks.serve(request) : Promise.reject(new Error('this node serves no requests'));
+    if (!this.isLeader || !this.leading) return Promise.reject(new NotLeaderError(`this node is ${this.state}, not the leader`));
+    return this.leading.request(name, request, timeoutMs);
   }
 
   /** The leader's advertised HTTP URL, if one is known and it is not this node. */
@@ -229,6 +251,7 @@ export class ClusterNode {
   private follow(leader: NonNullable<ClusterSnapshot['leader']>): void {
     const following = new FollowerReplication(this.store, leader, { name: this.self.name, instanceId: this.instanceId }, this.transport, {
       started: () => { void this.setState('CatchingUp', leader.term); },
+      serve: (request) => (this.hooks.serve ? this.hooks.serve(request) : Promise.reject(new Error('this node serves no requests'))),
       caughtUp: () => { void this.setState('Follower', leader.term); },
       truncate: (common) => {
         this.log.warn({ leader: leader.name, term: leader.term, common, logEnd: this.store.headPosition },

@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { Store } from '../store/index.js';
+import { ExpectedVersion, NotLeaderError, type AppendResult, type ProposedEvent, type Store } from '../store/index.js';
 import { epochHistory } from './epochs.js';
 import {
-  ackFrame, decodeJson, decodeRecords, FRAME, FrameError, isStart, jsonFrame, readFrames, type Hello, type Start,
+  ackFrame, decodeJson, decodeRecords, FRAME, FrameError, isStart, jsonFrame, readFrames, type Control, type Hello, type Start, type Written,
 } from './frames.js';
 import type { Transport } from './transport.js';
 
@@ -27,6 +27,8 @@ export interface FollowerEvents {
   truncate(common: number): void;
   /** The connection ended (`reason`); the node decides whether to reconnect. */
   closed(reason: string): void;
+  /** Answers a request of the leader's (CONTROL). */
+  serve?(request: unknown): Promise<unknown>;
 }
 
 export interface LeaderAddress {
@@ -49,6 +51,9 @@ export class FollowerReplication {
   private closedReason: string | undefined;
 
   private renewal: NodeJS.Timeout | undefined;
+  /** This node's own appends sent to the leader (WRITE), by id, until WRITTEN or the connection closes. */
+  private readonly writes = new Map<number, { resolve: (w: Written) => void; reject: (e: Error) => void }>();
+  private nextWrite = 1;
 
   /** `lifetimeMs`: the connection is replaced after about this long (certificates reloaded since take effect). */
   constructor(private readonly store: Store, private readonly leader: LeaderAddress, private readonly self: { name: string; instanceId: string },
@@ -75,6 +80,7 @@ export class FollowerReplication {
       clearTimeout(this.renewal);
       if (!this.stopped) this.events.closed(this.closedReason ?? 'the leader closed the connection');
       this.stopped = true;
+      this.failWrites();
     });
     const hello: Hello = {
       name: this.self.name, instanceId: this.self.instanceId, term: this.leader.term,
@@ -105,8 +111,66 @@ export class FollowerReplication {
       }
       if (type === FRAME.RECORDS) this.apply(decodeRecords(payload));
       else if (type === FRAME.HEARTBEAT) this.heard(payload.readDoubleBE(0));
+      else if (type === FRAME.WRITTEN) this.written(JSON.parse(payload.toString('utf8')) as Written);
+      else if (type === FRAME.CONTROL) this.control(JSON.parse(payload.toString('utf8')) as Control);
       else throw new FrameError(`unexpected frame ${type} from the leader`);
     });
+  }
+
+  /**
+   * Appends through the leader (a follower writes nothing itself): resolves once the leader's
+   * quorum holds the events and they are in this node's copy too.
+   */
+  async append(stream: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<Pick<AppendResult, 'firstEventNumber' | 'position'>> {
+    if (this.stopped || !this.socket) throw new NotLeaderError('not connected to the leader');
+    const id = this.nextWrite++;
+    const wire = expected.kind === 'any' ? -2 : expected.kind === 'noStream' ? -1 : expected.kind === 'streamExists' ? -4 : expected.version;
+    const written = await new Promise<Written>((resolve, reject) => {
+      this.writes.set(id, { resolve, reject });
+      this.socket!.write(jsonFrame(FRAME.WRITE, {
+        id, stream, expected: wire,
+        events: events.map((e) => ({
+          eventId: e.eventId.toString('base64'), eventType: e.eventType, isJson: e.isJson,
+          data: e.data.toString('base64'), metadata: e.metadata.toString('base64'),
+        })),
+      }));
+    });
+    if (written.error !== undefined || written.position === undefined || written.firstEventNumber === undefined) {
+      throw new Error(`the leader refused the write to ${stream}: ${written.error ?? 'no position'}`);
+    }
+    // The record at `position` is replicated here: this node's head is past it.
+    const deadline = performance.now() + 10_000;
+    while (this.store.headPosition <= written.position) {
+      if (this.stopped) throw new NotLeaderError('the connection to the leader closed before the write was replicated');
+      if (performance.now() > deadline) throw new Error(`the write to ${stream} was not replicated here within 10 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return { firstEventNumber: written.firstEventNumber, position: written.position };
+  }
+
+  /** A request from the leader to this node's own services (FollowerEvents.serve), answered CONTROL_REPLY. */
+  private control(c: Control): void {
+    const reply = (body: Record<string, unknown>) => {
+      if (!this.stopped) this.socket!.write(jsonFrame(FRAME.CONTROL_REPLY, { id: c.id, ...body }));
+    };
+    const serve = this.events.serve;
+    if (!serve) {
+      reply({ error: 'this node serves no requests' });
+      return;
+    }
+    serve(c.request).then((answer) => reply({ answer }), (err: Error) => reply({ error: err.message }));
+  }
+
+  private written(w: Written): void {
+    const pending = this.writes.get(w.id);
+    if (!pending) return;
+    this.writes.delete(w.id);
+    pending.resolve(w);
+  }
+
+  private failWrites(): void {
+    for (const pending of this.writes.values()) pending.reject(new NotLeaderError('the connection to the leader closed'));
+    this.writes.clear();
   }
 
   private armSilence(): void {
@@ -161,6 +225,7 @@ export class FollowerReplication {
     clearTimeout(this.silence);
     clearTimeout(this.renewal);
     this.socket?.destroy();
+    this.failWrites();
     await this.applying;
   }
 }

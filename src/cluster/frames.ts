@@ -10,7 +10,7 @@ import type { ShippedBatch } from '../store/index.js';
 // A connection belongs to one leader term: the follower names the term it expects in HELLO and
 // closes the connection the moment etcd shows another, so frames need not repeat it.
 
-export const FRAME = { HELLO: 1, START: 2, RECORDS: 3, ACK: 4, HEARTBEAT: 5, REFUSED: 6 } as const;
+export const FRAME = { HELLO: 1, START: 2, RECORDS: 3, ACK: 4, HEARTBEAT: 5, REFUSED: 6, WRITE: 7, WRITTEN: 8, CONTROL: 9, CONTROL_REPLY: 10 } as const;
 export type FrameType = (typeof FRAME)[keyof typeof FRAME];
 
 /** The largest frame either side accepts: a record frame holds at most a writer batch (16 MB) plus one large event. */
@@ -39,6 +39,39 @@ export interface Start {
 }
 
 export const MAX_HELLO_EPOCHS = 64;
+
+/**
+ * Follower → leader: an append the follower's own services need (a node scavenge's scavenge
+ * point and history); the leader appends it and answers WRITTEN with the same id.
+ */
+export interface WriteRequest {
+  id: number;
+  stream: string;
+  /** The wire form of the expected version (-2 any, -1 no stream, -4 exists, N). */
+  expected: number;
+  events: { eventId: string; eventType: string; isJson: boolean; data: string; metadata: string }[];
+}
+
+/** Leader → follower: a request to the follower's own services (the auto-scavenge coordinator's node scavenge calls). */
+export interface Control {
+  id: number;
+  request: unknown;
+}
+
+/** Follower → leader: the answer to a CONTROL. */
+export interface ControlReply {
+  id: number;
+  answer?: unknown;
+  error?: string;
+}
+
+/** Leader → follower: the outcome of a WRITE. */
+export interface Written {
+  id: number;
+  firstEventNumber?: number;
+  position?: number;
+  error?: string;
+}
 
 export function encodeFrame(type: FrameType, payload: Buffer): Buffer {
   const header = Buffer.allocUnsafe(5);

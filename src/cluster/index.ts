@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import type { Store } from '../store/index.js';
+import type { AppendResult, ExpectedVersion, ProposedEvent, Store } from '../store/index.js';
 import { VERSION } from '../version.js';
 import { ClusterNode, type ClusterHooks } from './cluster-node.js';
 import type { LeaderRouting } from '../api/leader-routing.js';
@@ -22,6 +22,12 @@ export interface Cluster {
   gossip(): Record<string, unknown>;
   /** Certificates reloaded (SIGHUP, POST /admin/reloadconfig): the links between nodes take them up. */
   reloadCertificates(certificates: CertificateSet, reservedName: string | undefined): void;
+  /** Appends through the leader whatever this node's role (see ClusterNode.append). */
+  append(stream: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<Pick<AppendResult, 'firstEventNumber' | 'position'>>;
+  /** A request to a member's ClusterHooks.serve by its name (see ClusterNode.memberRequest). */
+  memberRequest(name: string, request: unknown, timeoutMs: number): Promise<unknown>;
+  /** The configured number of voting members. */
+  readonly clusterSize: number;
   /** A leader gives up its term (another node leads); false on a follower. */
   resign(): Promise<boolean>;
   stop(): Promise<void>;
@@ -57,6 +63,9 @@ export function startCluster(store: Store, config: Config, instanceId: string, l
     }),
     reloadCertificates: (loaded, reservedName) => tls?.reload(loaded, reservedName),
     resign: () => node.resign(),
+    append: (stream, expected, events) => node.append(stream, expected, events),
+    memberRequest: (name, request, timeoutMs) => node.memberRequest(name, request, timeoutMs),
+    clusterSize: config.clusterSize,
     gossip: () => gossipOf(node, httpHost, config),
     stop: () => node.stop(),
   };

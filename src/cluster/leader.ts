@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { ReplicationLostError, WriteTimeoutError, type ReplicationGate, type ShippedBatch, type Store } from '../store/index.js';
+import { ExpectedVersion, ReplicationLostError, WriteTimeoutError, type ReplicationGate, type ShippedBatch, type Store } from '../store/index.js';
 import { commonPoint } from './epochs.js';
 import {
-  decodeAck, encodeFrame, FRAME, jsonFrame, recordsFrame, type Hello, type Start,
+  decodeAck, encodeFrame, FRAME, jsonFrame, recordsFrame, type Hello, type Start, type WriteRequest, type Written, type ControlReply,
 } from './frames.js';
 
 // The leader's side of replication, and the writer's gate on the leader. Every durable batch is
@@ -112,11 +112,43 @@ export class LeaderReplication implements ReplicationGate {
       this.log.info({ follower: hello.name }, 'follower disconnected');
     });
     onFrame((type, payload) => {
+      if (type === FRAME.CONTROL_REPLY) {
+        session.replied(JSON.parse(payload.toString('utf8')) as ControlReply);
+        return;
+      }
+      if (type === FRAME.WRITE) {
+        this.appendFor(session, JSON.parse(payload.toString('utf8')) as WriteRequest);
+        return;
+      }
       if (type !== FRAME.ACK) throw new Error(`unexpected frame ${type} from a follower`);
       session.acked = Math.max(session.acked, decodeAck(payload));
       this.release();
     });
     session.catchUp();
+  }
+
+  /** Sends `request` to the follower named `name` (its ClusterHooks.serve answers); rejects when it is not connected. */
+  request(name: string, request: unknown, timeoutMs: number): Promise<unknown> {
+    const session = [...this.sessions].find((s) => s.name === name);
+    if (!session) return Promise.reject(new Error(`${name} is not connected to this leader`));
+    return session.request(request, timeoutMs);
+  }
+
+  /** A follower's own append (its node scavenge's point and history): appended here, answered WRITTEN once a quorum holds it. */
+  private appendFor(session: FollowerSession, request: WriteRequest): void {
+    const answer = (written: Written) => session.send(jsonFrame(FRAME.WRITTEN, written));
+    const expected = ExpectedVersion.fromNumber(request.expected);
+    if (!expected || !Array.isArray(request.events)) {
+      answer({ id: request.id, error: 'malformed write request' });
+      return;
+    }
+    const events = request.events.map((e) => ({
+      eventId: Buffer.from(e.eventId, 'base64'), eventType: e.eventType, isJson: e.isJson,
+      data: Buffer.from(e.data, 'base64'), metadata: Buffer.from(e.metadata, 'base64'),
+    }));
+    this.store.append(request.stream, expected, events).then(
+      (r) => answer({ id: request.id, firstEventNumber: r.firstEventNumber, position: r.position }),
+      (err: Error) => answer({ id: request.id, error: `${err.name}: ${err.message}` }));
   }
 
   /** The term is over (lease lost, another leader, shutdown): every waiting write fails, followers are dropped. */
@@ -190,6 +222,37 @@ class FollowerSession {
     })();
   }
 
+  private readonly requests = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private nextRequest = 1;
+
+  /** A CONTROL to this follower; resolves its CONTROL_REPLY's answer. */
+  request(request: unknown, timeoutMs: number): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error(`${this.name} is not connected`));
+    const id = this.nextRequest++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.requests.delete(id);
+        reject(new Error(`${this.name} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.requests.set(id, { resolve, reject, timer });
+      this.socket.write(jsonFrame(FRAME.CONTROL, { id, request }));
+    });
+  }
+
+  replied(reply: ControlReply): void {
+    const pending = this.requests.get(reply.id);
+    if (!pending) return;
+    this.requests.delete(reply.id);
+    clearTimeout(pending.timer);
+    if (reply.error !== undefined) pending.reject(new Error(reply.error));
+    else pending.resolve(reply.answer);
+  }
+
+  /** A control frame (the answer to a follower's WRITE). */
+  send(frame: Buffer): void {
+    if (!this.closed) this.socket.write(frame);
+  }
+
   heartbeat(): void {
     if (this.closed) return;
     const payload = Buffer.allocUnsafe(8);
@@ -200,6 +263,11 @@ class FollowerSession {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    for (const pending of this.requests.values()) {
+      clearTimeout(pending.timer);
+      pending.reject(new Error(`${this.name} disconnected`));
+    }
+    this.requests.clear();
     this.socket.destroy();
   }
 }

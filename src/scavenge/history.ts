@@ -1,5 +1,10 @@
 import type { Logger } from 'pino';
-import { ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, type Store } from '../store/index.js';
+import {
+  ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, type ProposedEvent,
+} from '../store/index.js';
+
+/** Appends to the log: the store's own append, or in a cluster through the leader. */
+export type LogAppend = (stream: string, expected: ExpectedVersion, events: ProposedEvent[]) => Promise<{ firstEventNumber: number }>;
 
 // The scavenge history: `$scavenges-{id}` holds one run's events (started, each chunk, each
 // merge, completed), and `$scavenges` links to every run's started and completed events. Both
@@ -36,7 +41,7 @@ const WRITE_ATTEMPTS = 5;
 export class History {
   readonly stream: string;
 
-  constructor(private readonly store: Store, readonly scavengeId: string, private readonly nodeEndpoint: string,
+  constructor(private readonly appendTo: LogAppend, readonly scavengeId: string, private readonly nodeEndpoint: string,
     private readonly maxAgeDays: number, private readonly log: Logger) {
     this.stream = scavengeStream(scavengeId);
   }
@@ -77,7 +82,7 @@ export class History {
   private async append(stream: string, event: ReturnType<typeof jsonEvent>): Promise<number | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.store.append(stream, ExpectedVersion.any, [event])).firstEventNumber;
+        return (await this.appendTo(stream, ExpectedVersion.any, [event])).firstEventNumber;
       } catch (err) {
         if (attempt >= WRITE_ATTEMPTS) {
           this.log.warn({ err, stream }, `SCAVENGING: could not write ${event.eventType} to ${stream}`);

@@ -7,6 +7,7 @@ import { lastChunk, type RunContext } from './context.js';
 import { executeChunks, mergeChunks, type ExecutionTotals } from './execute.js';
 import type { Checkpoint, ScavengePoint, ScavengeState, Stage } from './state.js';
 import type { ScavengeRequest } from './types.js';
+import type { LogAppend } from './history.js';
 
 // One run: Beginning (which scavenge point), then Accumulation → Calculation → Chunk execution →
 // Chunk merging → Index execution → Cleaning → Done, each checkpointed in the state database so
@@ -33,7 +34,8 @@ export type Beginning =
   | { kind: 'nothing' };
 
 /** Decides what this run does: resume the unfinished one, use an unreached point, write a new one, or nothing (syncOnly). */
-export async function begin(store: Store, state: ScavengeState, request: ScavengeRequest, log: RunContext['log']): Promise<Beginning> {
+export async function begin(store: Store, append: LogAppend, state: ScavengeState, request: ScavengeRequest,
+  log: RunContext['log']): Promise<Beginning> {
   const checkpoint = state.checkpoint();
   if (checkpoint && checkpoint.stage !== 'Done') {
     log.info(`SCAVENGING: Continuing a scavenge from ${checkpoint.stage} (scavenge point ${checkpoint.point.eventNumber})`);
@@ -51,7 +53,7 @@ export async function begin(store: Store, state: ScavengeState, request: Scaveng
   }
   const number = (latest?.eventNumber ?? -1) + 1;
   log.info(`SCAVENGING: Creating the next scavenge point: ${number}`);
-  await store.append(SCAVENGE_POINTS_STREAM, latest ? ExpectedVersion.exact(latest.eventNumber) : ExpectedVersion.noStream, [{
+  await append(SCAVENGE_POINTS_STREAM, latest ? ExpectedVersion.exact(latest.eventNumber) : ExpectedVersion.noStream, [{
     eventId: newUuid(), eventType: SCAVENGE_POINT_EVENT_TYPE, isJson: true,
     data: Buffer.from(JSON.stringify(request.threshold !== 0 ? { threshold: request.threshold } : {}), 'utf8'), metadata: Buffer.alloc(0),
   }]);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, parseLinkTarget, type Store } from '../store/index.js';
 import { ScavengeStoppedError, type RunContext } from './context.js';
-import { History, historyMetadata, SCAVENGES_STREAM, scavengeStream, timeSpan } from './history.js';
+import { History, historyMetadata, type LogAppend, SCAVENGES_STREAM, scavengeStream, timeSpan } from './history.js';
 import { begin, runPhases } from './run.js';
 import { ScavengeState } from './state.js';
 import { Throttle } from './throttle.js';
@@ -25,6 +25,11 @@ export interface ScavengerOptions {
   streamCacheCapacity: number;
   /** `host:port` written in the history events (known once the node listens). */
   nodeEndpoint: () => string;
+  /**
+   * How the scavenge point and history are appended (default: to this store). In a cluster, through
+   * the leader: a follower's node scavenge writes them there and scavenges once they are replicated.
+   */
+  append?: LogAppend;
   /** Whether a backup runs now: a scavenge does not start then (BackupRunningError). */
   backupRunning?: () => boolean;
 }
@@ -48,7 +53,11 @@ export class Scavenger {
   private state: ScavengeState | undefined;
   private closed = false;
 
-  constructor(private readonly store: Store, private readonly options: ScavengerOptions, private readonly log: Logger) {}
+  private readonly appender: LogAppend;
+
+  constructor(private readonly store: Store, private readonly options: ScavengerOptions, private readonly log: Logger) {
+    this.appender = options.append ?? ((stream, expected, events) => store.append(stream, expected, events));
+  }
 
   /**
    * At node start: gives the history streams their metadata and records as Interrupted every
@@ -93,7 +102,7 @@ export class Scavenger {
         eventsRemoved += body.eventsRemoved ?? 0;
       }
       this.log.warn(`SCAVENGING: scavenge ${id} was interrupted by a restart`);
-      await new History(this.store, id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, this.log).completed({
+      await new History(this.appender, id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, this.log).completed({
         result: 'Interrupted', error: 'The node was restarted.',
         timeTaken: timeSpan(first === undefined ? 0 : (Date.now() * 1000 - first) / 1000),
         spaceSaved, maxChunkScavenged, eventsExamined, eventsRemoved,
@@ -121,7 +130,7 @@ export class Scavenger {
 
   private async run(run: Running, request: ScavengeRequest, log: Logger): Promise<void> {
     const started = performance.now();
-    const history = new History(this.store, run.id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, log);
+    const history = new History(this.appender, run.id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, log);
     const totals = { spaceSaved: 0, maxChunkScavenged: -1 };
     const before = this.store.diskUsage();
     let result: ScavengeResult = 'Success';
@@ -133,7 +142,7 @@ export class Scavenger {
         streamCacheCapacity: this.options.streamCacheCapacity,
       });
       const state = this.state;
-      const beginning = await begin(this.store, state, request, log);
+      const beginning = await begin(this.store, this.appender, state, request, log);
       if (beginning.kind !== 'nothing') {
         const point = beginning.kind === 'resume' ? beginning.checkpoint.point : beginning.point;
         run.progress.scavengePoint = point.eventNumber;

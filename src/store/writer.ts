@@ -418,7 +418,8 @@ export class Writer {
       op.reject(new StoreClosedError());
       return;
     }
-    const refusal = op.kind === 'replicated' ? undefined : this.gate?.refusal();
+    // A scavenge's removal is each node's own (its copy of the log), a follower's too.
+    const refusal = op.kind === 'replicated' || op.kind === 'remove' ? undefined : this.gate?.refusal();
     if (refusal !== undefined) {
       op.reject(new NotLeaderError(refusal));
       return;
