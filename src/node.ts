@@ -296,7 +296,7 @@ function gossipOf(instanceId: string, config: Config, port: number, store: Store
     externalTcpIp: config.httpIp, externalTcpPort: 0, externalSecureTcpPort: 0,
     internalHttpEndPointIp: config.httpIp, internalHttpEndPointPort: port,
     httpEndPointIp: config.httpIp, httpEndPointPort: port,
-    lastCommitPosition: store.headPosition, writerCheckpoint: store.headPosition, chaserCheckpoint: store.headPosition,
+    lastCommitPosition: store.headPosition, writerCheckpoint: store.logEnd, chaserCheckpoint: store.logEnd,
     epochPosition: 0, epochNumber: 0, epochId: '00000000-0000-0000-0000-000000000000',
     nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
   };

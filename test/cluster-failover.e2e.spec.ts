@@ -94,10 +94,16 @@ describe('cluster failover', () => {
     // quorum 10 s, then answers 500 Write timeout (it may or may not survive: here it will not).
     for (const f of followers) await f.kill();
     const started = Date.now();
-    const timedOut = await fetch(`${leader.url}/streams/${stream}`, {
+    const waiting = fetch(`${leader.url}/streams/${stream}`, {
       method: 'POST', headers: { authorization: ADMIN, 'content-type': 'application/vnd.eventstore.events+json' },
       body: JSON.stringify([{ eventId: '00000000-0000-0000-0000-000000000005', eventType: 'written', data: {} }]),
     });
+    // Durable on the leader, held by no quorum: its reads do not show it (a failover could take it back).
+    await new Promise((r) => setTimeout(r, 1_000));
+    const headBefore = await allRecords(leader.url);
+    expect(await streamIds(leader.url, stream)).toEqual(['00000000-0000-0000-0000-000000000001']);
+    const timedOut = await waiting;
+    expect(await allRecords(leader.url)).toEqual(headBefore);
     expect(timedOut.status).toBe(500);
     expect(timedOut.statusText).toBe('Write timeout');
     expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);

@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ExpectedVersion, newUuid, ReplicationMismatchError, Store, type ProposedEvent } from '../src/store/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  ExpectedVersion, newUuid, ReplicationLostError, ReplicationMismatchError, Store, type ProposedEvent, type ReplicationGate, type ShippedBatch,
+} from '../src/store/index.js';
 import { commonPoint, epochHistory, writeEpoch } from '../src/cluster/epochs.js';
 import { decodeRecords, FrameError, recordsFrame } from '../src/cluster/frames.js';
 
@@ -68,6 +70,97 @@ describe('a follower\'s copy of the log', () => {
     expect(follower.headPosition).toBe(head);
     // A batch queued behind one that failed is refused too (no hole in the log).
     await expect(follower.applyReplicated(leader.logRows(0, 10), () => false)).rejects.toBeInstanceOf(ReplicationMismatchError);
+  });
+});
+
+/** A leader's gate whose quorum answers when the test says so. */
+class QuorumByHand implements ReplicationGate {
+  readonly waiting: { position: number; settle: () => void; fail: (err: Error) => void }[] = [];
+  refusal(): string | undefined { return undefined; }
+  shipped(_batch: ShippedBatch, _next: number): void {}
+  whenReplicated(position: number, settle: () => void, fail: (err: Error) => void): void {
+    this.waiting.push({ position, settle, fail });
+  }
+  /** The quorum now holds the log up to `position`. */
+  holds(position: number): void {
+    while (this.waiting.length > 0 && this.waiting[0].position <= position) this.waiting.shift()!.settle();
+  }
+  lose(): void {
+    for (const w of this.waiting.splice(0)) w.fail(new ReplicationLostError('the term ended'));
+  }
+  async queued(n: number): Promise<number> {
+    await vi.waitFor(() => expect(this.waiting.length).toBe(n));
+    return this.waiting[n - 1].position;
+  }
+}
+
+describe('a leader\'s reads', () => {
+  it('show a write once a quorum holds it, while the writer already plans on it', async () => {
+    const leader = await openStore();
+    await leader.append('a', ExpectedVersion.noStream, [event({ n: 0 }), event({ n: 1 })]);
+    const committedHead = leader.headPosition;
+    const gate = new QuorumByHand();
+    leader.setReplicationGate(gate);
+    const seen = () => ({
+      head: leader.headPosition,
+      all: leader.readAllForward(0, 100).records.map((r) => r.data.toString()),
+      allBackward: leader.readAllBackward(Number.MAX_SAFE_INTEGER, 100).records.length,
+      last: leader.streamInfo('a')?.lastEventNumber,
+      stored: leader.storedRecords('a', 0, 100).length,
+      tb: leader.metadataOf('a').truncateBefore,
+    });
+    const before = seen();
+    expect(before).toMatchObject({ head: committedHead, last: 1, stored: 2, allBackward: 2, tb: undefined });
+
+    const third = leader.append('a', ExpectedVersion.exact(1), [event({ n: 2 })]);
+    const thirdEnd = await gate.queued(1);
+    // Durable here, not yet held by a quorum: nothing a read returns shows it.
+    expect(leader.logEnd).toBe(thirdEnd);
+    expect(thirdEnd).toBeGreaterThan(committedHead);
+    expect(seen()).toEqual(before);
+    expect(leader.readEvent('a', 2).status).toBe('notFound');
+    expect(leader.readStreamBackward('a', -1, 10)).toMatchObject({ status: 'ok', lastEventNumber: 1 });
+
+    // The writer plans on batches in flight: the next event number, and a soft delete in flight
+    // (an append expecting no stream recreates the soft-deleted stream).
+    const fourth = leader.append('a', ExpectedVersion.exact(2), [event({ n: 3 })]);
+    await gate.queued(2);
+    const deleted = leader.deleteStream('a', ExpectedVersion.exact(3), false);
+    await gate.queued(3);
+    const recreated = leader.append('a', ExpectedVersion.noStream, [event({ n: 4 })]);
+    const lastEnd = await gate.queued(4);
+    expect(seen()).toEqual(before);
+
+    gate.holds(thirdEnd);
+    expect(await third).toMatchObject({ firstEventNumber: 2 });
+    expect(seen()).toMatchObject({ head: thirdEnd, last: 2, stored: 3, allBackward: 3, tb: undefined });
+    expect(leader.readEvent('a', 2).status).toBe('ok');
+    expect(leader.readEvent('a', 3).status).toBe('notFound');
+
+    gate.holds(lastEnd);
+    expect(await fourth).toMatchObject({ firstEventNumber: 3 });
+    await deleted;
+    expect(await recreated).toMatchObject({ firstEventNumber: 4 });
+    expect(leader.headPosition).toBe(lastEnd);
+    expect(leader.metadataOf('a').truncateBefore).toBe(4);
+    const page = leader.readStreamForward('a', 0, 10, false);
+    expect(page.status === 'ok' && page.events.map((e) => e.event!.data.toString())).toEqual([JSON.stringify({ n: 4 })]);
+  });
+
+  it('never show a write whose term ended before a quorum held it', async () => {
+    const leader = await openStore();
+    await leader.append('a', ExpectedVersion.any, [event()]);
+    const head = leader.headPosition;
+    const gate = new QuorumByHand();
+    leader.setReplicationGate(gate);
+    const lost = leader.append('a', ExpectedVersion.any, [event(), event()]);
+    await gate.queued(1);
+    gate.lose();
+    await expect(lost).rejects.toBeInstanceOf(ReplicationLostError);
+    expect(leader.headPosition).toBe(head);
+    expect(leader.logEnd).toBeGreaterThan(head);
+    expect(leader.streamInfo('a')?.lastEventNumber).toBe(0);
+    expect(leader.readAllForward(0, 100).records).toHaveLength(1);
   });
 });
 

@@ -254,7 +254,7 @@ export class ClusterNode {
       serve: (request) => (this.hooks.serve ? this.hooks.serve(request) : Promise.reject(new Error('this node serves no requests'))),
       caughtUp: () => { void this.setState('Follower', leader.term); },
       truncate: (common) => {
-        this.log.warn({ leader: leader.name, term: leader.term, common, logEnd: this.store.headPosition },
+        this.log.warn({ leader: leader.name, term: leader.term, common, logEnd: this.store.logEnd },
           'this log holds records past where it agrees with the leader\'s (no quorum acknowledged them): truncating');
         this.store.setTruncateCheckpoint(common);
         this.restart('truncate the log to the leader\'s');
@@ -324,7 +324,7 @@ export class ClusterNode {
     return {
       name: this.self.name, instanceId: this.instanceId, state: this.state, httpUrl: this.self.httpUrl,
       intHost: this.self.intHost, intPort: this.self.intPort, epochTerm: epoch.term, epochPosition: epoch.position,
-      logEnd: this.store.headPosition, term: this.term, timeStamp: new Date().toISOString(),
+      logEnd: this.store.logEnd, term: this.term, timeStamp: new Date().toISOString(),
     };
   }
 

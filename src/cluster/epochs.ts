@@ -14,12 +14,10 @@ const LEADER_EPOCHS_READ = 10_000;
 
 /** The newest epochs of the log, newest first (at most `limit`). */
 export function epochHistory(store: Store, limit = MAX_HELLO_EPOCHS): EpochMark[] {
-  const page = store.readStreamBackward(EPOCHS_STREAM, -1, limit);
-  if (page.status !== 'ok') return [];
+  // As written here, committed or not: logs are compared as they are (a leader's own epoch is
+  // in flight until a quorum follows it).
   const out: EpochMark[] = [];
-  for (const e of page.events) {
-    const record = e.event;
-    if (!record) continue;
+  for (const record of store.writtenRecords(EPOCHS_STREAM, limit)) {
     const term = termOf(record.data);
     if (term !== undefined) out.push({ term, position: record.position });
   }
@@ -59,12 +57,12 @@ export function commonPoint(store: Store, hello: Hello): number {
   for (const theirs of hello.epochs) {
     const i = index.get(theirs.term);
     if (i === undefined || leaderEpochs[i].position !== theirs.position) continue;
-    const leaderEnd = i > 0 ? leaderEpochs[i - 1].position : store.headPosition;
+    const leaderEnd = i > 0 ? leaderEpochs[i - 1].position : store.logEnd;
     return Math.min(hello.logEnd, leaderEnd);
   }
   if (hello.epochs.length > 0) return 0; // no term in common: nothing can be trusted
   // A log from before any epoch (a node that ran alone, or an empty one): it is the leader's
   // prefix at most up to the first epoch. (A cluster is formed from one node's data; see README.)
   const first = leaderEpochs[leaderEpochs.length - 1];
-  return Math.min(hello.logEnd, first ? first.position : store.headPosition);
+  return Math.min(hello.logEnd, first ? first.position : store.logEnd);
 }

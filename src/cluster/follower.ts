@@ -84,7 +84,7 @@ export class FollowerReplication {
     });
     const hello: Hello = {
       name: this.self.name, instanceId: this.self.instanceId, term: this.leader.term,
-      epochs: epochHistory(this.store), logEnd: this.store.headPosition,
+      epochs: epochHistory(this.store), logEnd: this.store.logEnd,
     };
     socket.write(jsonFrame(FRAME.HELLO, hello));
     this.armSilence();
@@ -140,7 +140,7 @@ export class FollowerReplication {
     }
     // The record at `position` is replicated here: this node's head is past it.
     const deadline = performance.now() + 10_000;
-    while (this.store.headPosition <= written.position) {
+    while (this.store.logEnd <= written.position) {
       if (this.stopped) throw new NotLeaderError('the connection to the leader closed before the write was replicated');
       if (performance.now() > deadline) throw new Error(`the write to ${stream} was not replicated here within 10 s`);
       await new Promise((r) => setTimeout(r, 10));
@@ -203,7 +203,7 @@ export class FollowerReplication {
         this.inFlight -= bytes;
         if (this.inFlight < MAX_APPLYING_BYTES / 2) this.socket?.resume();
       }
-      if (!this.stopped) this.socket!.write(ackFrame(this.store.headPosition));
+      if (!this.stopped) this.socket!.write(ackFrame(this.store.logEnd));
     });
   }
 
@@ -211,8 +211,8 @@ export class FollowerReplication {
     // Acknowledge on every heartbeat too: the leader learns our end even when no records flow.
     void this.applying.then(() => {
       if (this.stopped) return;
-      this.socket!.write(ackFrame(this.store.headPosition));
-      if (!this.caughtUp && this.store.headPosition >= leaderHead) {
+      this.socket!.write(ackFrame(this.store.logEnd));
+      if (!this.caughtUp && this.store.logEnd >= leaderHead) {
         this.caughtUp = true;
         this.events.caughtUp();
       }

@@ -60,7 +60,7 @@ export class LeaderReplication implements ReplicationGate {
 
   /** The highest position a quorum holds durably: the leader's own end and its followers' acks, the majority-th highest. */
   quorumPosition(): number {
-    const positions = [this.store.headPosition, ...[...this.sessions].map((s) => s.acked)].sort((a, b) => b - a);
+    const positions = [this.store.logEnd, ...[...this.sessions].map((s) => s.acked)].sort((a, b) => b - a);
     const majority = Math.floor(this.clusterSize / 2) + 1;
     return positions.length >= majority ? positions[majority - 1] : -1;
   }
@@ -105,7 +105,7 @@ export class LeaderReplication implements ReplicationGate {
     }
     const session = new FollowerSession(this.store, socket, hello.name, hello.logEnd, this.log);
     this.sessions.add(session);
-    this.log.info({ follower: hello.name, from: hello.logEnd, head: this.store.headPosition }, 'follower connected');
+    this.log.info({ follower: hello.name, from: hello.logEnd, head: this.store.logEnd }, 'follower connected');
     socket.on('close', () => {
       this.sessions.delete(session);
       session.close();
@@ -206,7 +206,7 @@ class FollowerSession {
           if (batch.positions.length === 0) {
             // Synchronously after the read that found nothing more: the next durable batch is shipped live.
             this.mode = 'live';
-            this.cursor = this.store.headPosition;
+            this.cursor = this.store.logEnd;
             return;
           }
           const last = batch.positions.length - 1;
@@ -256,7 +256,7 @@ class FollowerSession {
   heartbeat(): void {
     if (this.closed) return;
     const payload = Buffer.allocUnsafe(8);
-    payload.writeDoubleBE(this.store.headPosition, 0);
+    payload.writeDoubleBE(this.store.logEnd, 0);
     this.socket.write(encodeFrame(FRAME.HEARTBEAT, payload));
   }
 

@@ -215,8 +215,8 @@ export class StatsCollector {
         drive: { [dataPath]: drive(dataPath) },
       },
       svc: {
-        checksum: store.headPosition,
-        checksumNonFlushed: store.headPosition,
+        checksum: store.logEnd,
+        checksumNonFlushed: store.logEnd,
         queue: {
           writer: {
             queueName: 'writer',

@@ -90,6 +90,8 @@ export class Store {
   readonly idFilter: EventIdFilter;
   /** What the open truncated (the truncate checkpoint was set: truncate.ts), if anything. */
   truncation: Truncation | undefined;
+  /** The end of the log reads see (WriterDeps.visible). */
+  private readonly visible: { nextPosition: number };
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
@@ -99,11 +101,13 @@ export class Store {
     const spaces = new LogSpaces(rocks, splitFrom);
     this.spaces = spaces;
     this.blocks = new SharedBlocks(spaces, sharedReadBytes);
-    this.reader = new Reader(rocks, spaces, streams, checkpoint, tail, this.blocks);
+    const visible = { nextPosition: checkpoint.nextPosition };
+    this.visible = visible;
+    this.reader = new Reader(rocks, spaces, streams, visible, tail, this.blocks);
     this.idFilter = new EventIdFilter(idFilterBytes);
     this.writer = new Writer({
-      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, chunkSize, bus: this.bus, limits: { maxEventBytes },
-      metadataOf: (id) => this.reader.metadataOf(id), idFlagsFrom: hintsFrom,
+      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, visible, chunkSize, bus: this.bus,
+      limits: { maxEventBytes }, metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
   }
@@ -167,8 +171,16 @@ export class Store {
     return this.checkpoint.nextStreamNumber - 1; // every stream ever created has its number, and keeps it
   }
 
-  /** The position after the last record: where the next write goes, and where `$all` ends. */
+  /**
+   * The position after the last record as reads see it: where `$all` ends. On a single node, also
+   * where the next write goes; on a cluster leader, the end of what a quorum holds (see logEnd).
+   */
   get headPosition(): number {
+    return this.visible.nextPosition;
+  }
+
+  /** The end of the log as written here, committed or not (the cluster compares and ships logs by it). */
+  get logEnd(): number {
     return this.checkpoint.nextPosition;
   }
 
@@ -298,6 +310,11 @@ export class Store {
    */
   storedRecords(streamId: string, from: number, to: number): EventRecord[] {
     return this.reader.storedRecords(streamId, from, to);
+  }
+
+  /** A stream's last `count` records as written here, committed or not, newest first. */
+  writtenRecords(streamId: string, count: number): EventRecord[] {
+    return this.reader.writtenRecords(streamId, count);
   }
 
   /** A stream's index entries with event numbers in [from, to], oldest first, at most `limit`. */

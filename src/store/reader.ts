@@ -4,7 +4,7 @@ import type { SharedBlocks } from './shared-blocks.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
 import { indexKey, readU64 } from './keys.js';
 import { isSystemRecordStream, type LogRows, type LogSpaces } from './log-spaces.js';
-import type { StreamInfo, WriterCheckpoint } from './stream-state.js';
+import type { StreamInfo } from './stream-state.js';
 import type { StreamInfos } from './stream-infos.js';
 import { isVisibleIn, visibilityOf, type Visibility } from './visibility.js';
 import {
@@ -12,7 +12,9 @@ import {
 } from './metadata.js';
 
 // Reads: stream pages through the stream index, $all pages straight off the log, metadata
-// (cached until its metastream is written) applied to every stream read.
+// (cached until its metastream is written) applied to every stream read. A read sees the log up
+// to `visible` and streams as committed (StreamInfos.visible): on a cluster leader, nothing a
+// quorum does not hold yet.
 
 /** A read event. `link` is the `$>` record when a link was resolved; `event` is missing when its target is gone. */
 export interface ResolvedEvent {
@@ -60,12 +62,13 @@ export class Reader {
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly spaces: LogSpaces, private readonly streams: StreamInfos,
-    private readonly checkpoint: WriterCheckpoint, private readonly tail: LogTailCache,
+    /** The end of the log a read sees (WriterDeps.visible). */
+    private readonly visible: { nextPosition: number }, private readonly tail: LogTailCache,
     /** Decoded blocks of the log shared by the readers that read it in order (projections). */
     private readonly blocks?: SharedBlocks) {}
 
   streamInfo(streamId: string): StreamInfo | undefined {
-    return this.streams.get(streamId);
+    return this.streams.visible(streamId);
   }
 
   forgetMetadata(streamIds: Iterable<string>): void {
@@ -80,7 +83,7 @@ export class Reader {
       return cached;
     }
     this.counters.notCachedStreamInfo++;
-    const meta = this.streams.get(metastreamOf(streamId));
+    const meta = this.streams.visible(metastreamOf(streamId));
     let metadata = EMPTY_METADATA;
     let bytes = 0;
     if (meta && meta.lastEventNumber >= 0) {
@@ -96,6 +99,15 @@ export class Reader {
     this.metadataCache.set(streamId, metadata);
     this.metadataCacheBytes += bytes;
     return metadata;
+  }
+
+  /** The metadata as written, committed or not (the writer's view: it plans on batches in flight). */
+  writtenMetadataOf(streamId: string): StreamMetadata {
+    const metastream = metastreamOf(streamId);
+    if (isMetastream(streamId) || !this.streams.isHeld(metastream)) return this.metadataOf(streamId);
+    const meta = this.streams.get(metastream);
+    const record = meta && meta.lastEventNumber >= 0 ? this.recordAt(metastream, meta, meta.lastEventNumber) : undefined;
+    return record ? parseMetadata(record.data) : EMPTY_METADATA;
   }
 
   readStreamForward(streamId: string, from: number, count: number, resolveLinks: boolean): StreamPage {
@@ -153,7 +165,7 @@ export class Reader {
   readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false): AllPage {
     if (sharedBy && this.blocks) {
       const readBefore = this.blocks.counters.reads;
-      const shared = this.blocks.read(position, count, this.checkpoint.nextPosition, sharedBy, skipSystem);
+      const shared = this.blocks.read(position, count, this.visible.nextPosition, sharedBy, skipSystem);
       // Rows read from RocksDB into blocks, and records handed out of blocks already in memory.
       const fresh = this.blocks.counters.reads - readBefore;
       this.counters.notCachedRecord += fresh;
@@ -172,33 +184,43 @@ export class Reader {
       }
     }
     let records: EventRecord[];
+    const end = this.visible.nextPosition;
     const cached = this.tail.forward(position, count);
     if (cached) {
       records = cached;
+      // (the tail holds a leader's batches in flight too)
+      if (records.length > 0 && records[records.length - 1].position >= end) records = records.filter((r) => r.position < end);
       this.counters.cachedRecord += records.length;
     } else {
-      records = this.decode(this.spaces.forward(position, count, undefined, skipSystem));
+      records = position < end ? this.decode(this.spaces.forward(position, count, end, skipSystem)) : [];
       this.counters.notCachedRecord += records.length;
     }
     const last = records[records.length - 1];
     let nextPosition = last ? last.position + last.size : Math.max(position, 0);
     // Fewer records than asked: the end of the log (which a scavenge point may leave at a chunk
     // boundary, past the last record); for a reader of LOG alone, the end of the user records.
-    const isEnd = records.length < count || nextPosition >= this.checkpoint.nextPosition;
+    const isEnd = records.length < count || nextPosition >= end;
     if (!skipSystem) return { records, nextPosition, isEnd };
-    if (isEnd) nextPosition = Math.max(nextPosition, this.checkpoint.nextPosition);
+    if (isEnd) nextPosition = Math.max(nextPosition, end);
     return { ...withoutSystemRecords(records, position, nextPosition), nextPosition, isEnd };
   }
 
   /** The stream's records with event numbers in [from, to] as stored, whatever a read would show of them. */
   storedRecords(streamId: string, from: number, to: number): EventRecord[] {
+    const info = this.streams.visible(streamId);
+    return info && from <= to ? this.recordsBetween(streamId, info, from, Math.min(to, info.lastEventNumber), false) : [];
+  }
+
+  /** The stream's last `count` records as written here, committed or not, newest first (the cluster's epochs). */
+  writtenRecords(streamId: string, count: number): EventRecord[] {
     const info = this.streams.get(streamId);
-    return info && from <= to ? this.recordsBetween(streamId, info, from, to, false) : [];
+    if (!info || info.lastEventNumber < 0 || count <= 0) return [];
+    return this.recordsBetween(streamId, info, Math.max(0, info.lastEventNumber - count + 1), info.lastEventNumber, true);
   }
 
   /** Records before `position`, newest first. */
   readAllBackward(position: number, count: number): AllPage {
-    const records = this.decode(this.spaces.backward(position, count));
+    const records = this.decode(this.spaces.backward(Math.min(position, this.visible.nextPosition), count));
     this.counters.notCachedRecord += records.length;
     const oldest = records[records.length - 1];
     return { records, nextPosition: oldest ? oldest.position : 0, isEnd: records.length < count };
@@ -209,13 +231,13 @@ export class Reader {
   }
 
   get headPosition(): number {
-    return this.checkpoint.nextPosition;
+    return this.visible.nextPosition;
   }
 
   private openStream(streamId: string):
     { status: 'ok'; info: StreamInfo; metadata: StreamMetadata } | { status: 'noStream' } | { status: 'deleted' } {
-    if (isMetastream(streamId) && this.streams.get(originalStreamOf(streamId))?.tombstoned) return { status: 'deleted' };
-    const info = this.streams.get(streamId);
+    if (isMetastream(streamId) && this.streams.visible(originalStreamOf(streamId))?.tombstoned) return { status: 'deleted' };
+    const info = this.streams.visible(streamId);
     if (!info) return { status: 'noStream' };
     if (info.tombstoned) return { status: 'deleted' };
     if (info.lastEventNumber < 0) return { status: 'noStream' };
@@ -226,7 +248,7 @@ export class Reader {
 
   /** Whether a stream read would show this record ($tb, $maxCount, $maxAge, deletion). */
   isVisible(record: EventRecord): boolean {
-    const info = this.streams.get(record.streamId);
+    const info = this.streams.visible(record.streamId);
     if (!info) return false;
     return isVisibleIn(visibilityOf(info, this.metadataOf(record.streamId)), record.eventNumber, record.created);
   }

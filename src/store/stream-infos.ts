@@ -10,6 +10,17 @@ import { decodeStreamInfo, type StreamInfo } from './stream-state.js';
 // Two generations instead of an exact LRU: a hit costs one Map lookup (a hit in the older
 // generation moves the entry to the newer one), and when the newer one is full the older is
 // dropped whole. Between half and all of the capacity stays cached.
+//
+// A cluster leader's batch is durable here before a quorum holds it: the writer plans the next
+// batches on it (`get`), but readers see the stream as committed (`visible`) until the quorum
+// answers (`release`). Only streams of batches in flight are held back: a few per batch.
+
+interface Held {
+  /** What readers see: the info after the last released batch (null: no such stream). */
+  committed: StreamInfo | null;
+  /** The info after each batch in flight that wrote the stream, oldest first. */
+  pending: StreamInfo[];
+}
 
 export const DEFAULT_STREAM_INFO_CACHE = 100_000;
 
@@ -17,6 +28,9 @@ export class StreamInfos {
   private young = new Map<string, StreamInfo | null>();
   private old = new Map<string, StreamInfo | null>();
   private readonly generation: number;
+  private readonly held = new Map<string, Held>();
+  /** Batches in flight, oldest first: where each ends, and the streams it wrote. */
+  private readonly inFlight: { end: number; names: string[] }[] = [];
 
   constructor(private readonly rocks: Rocks, capacity = DEFAULT_STREAM_INFO_CACHE) {
     this.generation = Math.max(1, Math.floor(capacity / 2));
@@ -39,6 +53,47 @@ export class StreamInfos {
   set(name: string, info: StreamInfo): void {
     this.old.delete(name);
     this.remember(name, info);
+  }
+
+  /** The stream as readers see it: as committed (see above). */
+  visible(name: string): StreamInfo | undefined {
+    if (this.held.size > 0) {
+      const held = this.held.get(name);
+      if (held) return held.committed ?? undefined;
+    }
+    return this.get(name);
+  }
+
+  /** Whether a batch in flight wrote the stream (`visible` and `get` differ). */
+  isHeld(name: string): boolean {
+    return this.held.size > 0 && this.held.has(name);
+  }
+
+  /** A batch durable here, ending at `end`, that readers see only once `release` passes it. */
+  setHeld(end: number, infos: Iterable<[string, StreamInfo]>): void {
+    const names: string[] = [];
+    for (const [name, info] of infos) {
+      let held = this.held.get(name);
+      if (!held) {
+        held = { committed: this.get(name) ?? null, pending: [] };
+        this.held.set(name, held);
+      }
+      held.pending.push(info);
+      names.push(name);
+      this.set(name, info);
+    }
+    this.inFlight.push({ end, names });
+  }
+
+  /** Batches in flight ending at or before `position` are committed: readers see them. */
+  release(position: number): void {
+    while (this.inFlight.length > 0 && this.inFlight[0].end <= position) {
+      for (const name of this.inFlight.shift()!.names) {
+        const held = this.held.get(name)!;
+        held.committed = held.pending.shift()!;
+        if (held.pending.length === 0) this.held.delete(name);
+      }
+    }
   }
 
   /** Entries held in memory now. */

@@ -104,6 +104,12 @@ export interface WriterDeps {
   blocks: { forgetThrough(position: number): void };
   streams: StreamInfos;
   checkpoint: WriterCheckpoint;
+  /**
+   * The end of the log readers see: the checkpoint's on a single node; on a cluster leader, the
+   * end of the last batch a quorum holds (ReplicationGate), so no read shows a write that a
+   * failover could still take back.
+   */
+  visible: { nextPosition: number };
   chunkSize: number;
   /** The write door's limits (write-rules.ts). */
   limits: WriteLimits;
@@ -519,11 +525,13 @@ export class Writer {
       this.abandon(taken, err as Error);
       return;
     }
-    // Durable (or, deferred, written): now make it visible, acknowledge, and tell the followers.
-    this.applyCommit(builder, next);
+    // Durable (or, deferred, written): now make it visible, acknowledge, and tell the followers
+    // (a leader: the writer plans on it now, readers see it once a quorum holds it).
+    this.applyCommit(builder, next, gate !== undefined);
     this.stats.recordsWritten += builder.records.length;
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     const settle = () => {
+      if (gate) this.release(builder, next.nextPosition);
       for (const outcome of outcomes) outcome();
       this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
     };
@@ -572,7 +580,7 @@ export class Writer {
       this.abandon(taken, err as Error);
       return;
     }
-    this.applyCommit(builder, next);
+    this.applyCommit(builder, next, false);
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     for (const op of taken) op.resolve();
     this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
@@ -724,10 +732,21 @@ export class Writer {
     return next;
   }
 
-  private applyCommit(builder: BatchBuilder, next: WriterCheckpoint): void {
+  /** A durable batch: the writer's state moves on; readers see it now, or once released (`held`). */
+  private applyCommit(builder: BatchBuilder, next: WriterCheckpoint, held: boolean): void {
     this.deps.tail.add(builder.records.map((r) => r.position), builder.recordBytes);
-    for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
+    if (held) this.deps.streams.setHeld(next.nextPosition, builder.infos);
+    else for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
     Object.assign(this.deps.checkpoint, next);
+    if (!held) this.deps.visible.nextPosition = next.nextPosition;
+    if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
+  }
+
+  /** A held batch is committed (a quorum holds the log up to `end`): readers see it. */
+  private release(builder: BatchBuilder, end: number): void {
+    this.deps.streams.release(end);
+    this.deps.visible.nextPosition = Math.max(this.deps.visible.nextPosition, end);
+    // Metadata read while the batch was held was the committed one: read it again.
     if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
   }
 
