@@ -106,7 +106,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     backendCacheSize: config.scavengeBackendCacheSize, streamCacheCapacity: config.scavengeHashUsersCacheCapacity,
     // In a cluster the scavenge point and history go through the leader, whatever this node's role.
     ...(clustered ? { append: (stream, expected, events) => cluster!.append(stream, expected, events) } : {}),
-    nodeEndpoint: () => `${config.httpIp}:${port}`, backupRunning: (): boolean => backups.running,
+    // The address the node is known by (a cluster's members each their own, even all on 0.0.0.0).
+    nodeEndpoint: () => `${config.advertiseHttpIp ?? config.httpIp}:${config.advertiseHttpPort || port}`,
+    backupRunning: (): boolean => backups.running, clustered,
   }, childLogger(log, 'scavenge'));
   const backups: BackupService = new BackupService(store, (): string | undefined => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
   if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
@@ -133,6 +135,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   let app: FastifyInstance | undefined;
   let closing: Promise<void> | undefined;
+  /** A cluster follower's own interrupted scavenges (Scavenger.recordInterrupted). */
+  let interruptedRecorded: 'no' | 'recording' | 'yes' = 'no';
   let reloading = false;
 
   const close = (): Promise<void> => {
@@ -214,7 +218,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await projections.start();
     await subscriptions.start();
     if (clustered) {
-      await scavenger.open();
+      // In the background: its history writes wait for the quorum, and leading does not wait for them.
+      scavenger.open().catch((err: Error) => log.warn({ err: err.message }, 'SCAVENGING: could not record the interrupted scavenges'));
       // The coordinator runs on the leader: followers first, then this node resigns and the next leader's coordinator scavenges it.
       coordinator.start();
     }
@@ -248,7 +253,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await cluster.join(port, certificates ? 'https' : 'http', {
         lead,
         // The leader's coordinator calls this node's scavenger over the replication link.
+        led: () => coordinator.roleChanged(),
         serve: (request) => memberScavengeRequest(scavenger, request),
+        // A follower records its own scavenges that a kill interrupted, through the leader, once.
+        follow: () => {
+          if (interruptedRecorded !== 'no') return;
+          interruptedRecorded = 'recording';
+          scavenger.recordInterrupted().then(() => { interruptedRecorded = 'yes'; }, (err: Error) => {
+            interruptedRecorded = 'no'; // again when it next follows
+            log.warn({ err: err.message }, 'SCAVENGING: could not record the interrupted scavenges');
+          });
+        },
         restart: (reason) => {
           if (closing) return; // closing already (a shutdown, or a restart under way)
           void close().then(() => options.onRestart?.(reason));

@@ -105,4 +105,64 @@ describe('node scavenges in a cluster', () => {
     await scavenge(leader);
     expect(await inAll(leader.url, stream)).toBeLessThan(200);
   }, 120_000);
+
+  it('a new leader takes no running scavenge for interrupted; a killed node records its own when it follows again', async () => {
+    // Enough chunks that a run at 1% outlasts a failover by far.
+    for (let i = 0; i < 10; i++) {
+      const events = Array.from({ length: 100 }, (_, n) => ({ eventId: randomUUID(), eventType: 'Filler', data: { n, pad: 'x'.repeat(64) } }));
+      const res = await call(leader.url, `/streams/filler-${i}`, {
+        method: 'POST', headers: { 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify(events),
+      });
+      expect(res.status).toBe(201);
+    }
+    await cluster.ready();
+    const runs = new Map<ClusterMember, string>();
+    for (const m of cluster.members) {
+      const res = await call(m.url, '/admin/scavenge?throttlePercent=1', { method: 'POST' });
+      expect(res.status).toBe(200);
+      runs.set(m, ((await res.json()) as { scavengeId: string }).scavengeId);
+    }
+    for (const id of runs.values()) await eventually(async () => expect(await historyOf(leader.url, id)).toContain('$scavengeStarted'));
+
+    const outputBefore = new Map(followers.map((f) => [f, f.proc!.output().length]));
+    await leader.kill();
+    const next = await cluster.ready();
+    // Leading, the new leader recorded the scavenges it left unfinished: none (it did not restart to lead).
+    await eventually(async () => expect(next.proc!.output().slice(outputBefore.get(next))).toContain('0 unfinished scavenges recorded as Interrupted'));
+    // The killed leader's run is its own to record, and the followers' ones go on.
+    for (const [m, id] of runs) expect(await resultOf(next.url, id), m.name).toBeUndefined();
+    for (const f of followers) {
+      const current = (await (await call(f.url, '/admin/scavenge/current')).json()) as { scavengeId?: string };
+      expect(current.scavengeId, f.name).toBe(runs.get(f));
+    }
+
+    // Back, the old leader follows and records its own run as Interrupted, once.
+    await leader.start();
+    await cluster.ready();
+    await eventually(async () => expect(await resultOf(next.url, runs.get(leader)!)).toBe('Interrupted'));
+    expect((await historyOf(next.url, runs.get(leader)!)).filter((t) => t === '$scavengeCompleted')).toHaveLength(1);
+    // Stopped now, the followers' runs each have one result: their own.
+    for (const f of followers) {
+      const id = runs.get(f)!;
+      expect((await call(f.url, `/admin/scavenge/${id}`, { method: 'DELETE' })).status).toBe(200);
+      await eventually(async () => expect(await resultOf(next.url, id)).toBe('Stopped'));
+      expect((await historyOf(next.url, id)).filter((t) => t === '$scavengeCompleted')).toHaveLength(1);
+    }
+  }, 120_000);
 });
+
+/** The event types of one run's history, oldest first, as `url` reads them. */
+async function historyOf(url: string, scavengeId: string): Promise<string[]> {
+  const res = await call(url, `/streams/%24scavenges-${scavengeId}/0/forward/100?embed=body`, { headers: { accept: 'application/vnd.eventstore.atom+json' } });
+  if (res.status === 404) return [];
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { entries: { eventType: string }[] }).entries.map((e) => e.eventType).reverse();
+}
+
+/** The result its $scavengeCompleted event records, if it has one yet. */
+async function resultOf(url: string, scavengeId: string): Promise<string | undefined> {
+  const res = await call(url, `/streams/%24scavenges-${scavengeId}/head/backward/1?embed=body`, { headers: { accept: 'application/vnd.eventstore.atom+json' } });
+  if (res.status === 404) return undefined;
+  const [last] = ((await res.json()) as { entries: { eventType: string; data: string }[] }).entries;
+  return last?.eventType === '$scavengeCompleted' ? (JSON.parse(last.data) as { result: string }).result : undefined;
+}

@@ -92,6 +92,12 @@ export class AutoScavengeCoordinator {
     round(); // the first gossip at once: a node that leads takes commands from its start
   }
 
+  /** The node's role changed (a cluster node began leading): a round now rather than at the next tick. */
+  roleChanged(): void {
+    if (!this.options.enabled || this.stopped || this.failure || !this.stopTicking) return;
+    void this.round().catch(() => undefined);
+  }
+
   /** Stops the rounds and waits for the one in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -168,6 +174,7 @@ export class AutoScavengeCoordinator {
   /** A command runs on the leader, in turn with the gossip rounds; Assess follows it. */
   private command<T>(run: () => Promise<T>): Promise<T> {
     return this.enqueue(async () => {
+      this.followLeadership(); // as the node is now, not as the last round found it
       if (!this.leading) throw new AutoScavengeRejectedError('Node is not the leader');
       return run();
     });

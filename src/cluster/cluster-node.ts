@@ -37,6 +37,10 @@ export interface ClusterHooks {
   lead(): Promise<void>;
   /** This node must start again (it lost its term, or must truncate its log first). */
   restart(reason: string): void;
+  /** This node now leads (state Leader: lead() is done and the epoch is held by a quorum). */
+  led?(): void;
+  /** This node follows a leader, caught up (each time it does: the hook decides what runs once). */
+  follow?(): void;
   /** Answers a request the leader sends a follower (LeaderReplication.request): the auto-scavenge coordinator's node scavenge calls. */
   serve?(request: unknown): Promise<unknown>;
 }
@@ -122,7 +126,8 @@ export class ClusterNode {
    * connection and resolves once the events are in its own copy.
    */
   append(stream: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<Pick<AppendResult, 'firstEventNumber' | 'position'>> {
-    if (this.isLeader) return this.store.append(stream, expected, events);
+    // Leading (also while it starts: its writer's gate is this term's, and answers once a quorum holds the write).
+    if (this.leading) return this.store.append(stream, expected, events);
     if (this.following) return this.following.append(stream, expected, events);
     return Promise.reject(new NotLeaderError(`this node is ${this.state}: no leader to write through`));
   }
@@ -242,6 +247,7 @@ export class ClusterNode {
         if (this.leading !== leading) return;
         await this.setState('Leader', term);
         this.log.info({ term, epochPosition: epoch.position }, 'leading');
+        this.hooks.led?.();
       } catch (err) {
         this.stepDown(`the leader could not start: ${(err as Error).message}`);
       }
@@ -252,7 +258,10 @@ export class ClusterNode {
     const following = new FollowerReplication(this.store, leader, { name: this.self.name, instanceId: this.instanceId }, this.transport, {
       started: () => { void this.setState('CatchingUp', leader.term); },
       serve: (request) => (this.hooks.serve ? this.hooks.serve(request) : Promise.reject(new Error('this node serves no requests'))),
-      caughtUp: () => { void this.setState('Follower', leader.term); },
+      caughtUp: () => {
+        void this.setState('Follower', leader.term);
+        this.hooks.follow?.();
+      },
       truncate: (common) => {
         this.log.warn({ leader: leader.name, term: leader.term, common, logEnd: this.store.logEnd },
           'this log holds records past where it agrees with the leader\'s (no quorum acknowledged them): truncating');

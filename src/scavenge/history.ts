@@ -37,12 +37,18 @@ function jsonEvent(eventType: string, body: unknown) {
 }
 
 const WRITE_ATTEMPTS = 5;
+/** Waits before the 2nd..5th attempt of a patient history (4 s in all: a cluster's failover takes 2-3 s). */
+const RETRY_DELAYS_MS = [100, 300, 900, 2_700];
 
 export class History {
   readonly stream: string;
 
+  /**
+   * `patient`: whether a failed write is tried again after a wait (a cluster node writing through
+   * a leader that may be changing) rather than at once; asked before each wait (not while closing).
+   */
   constructor(private readonly appendTo: LogAppend, readonly scavengeId: string, private readonly nodeEndpoint: string,
-    private readonly maxAgeDays: number, private readonly log: Logger) {
+    private readonly maxAgeDays: number, private readonly log: Logger, private readonly patient: () => boolean = () => false) {
     this.stream = scavengeStream(scavengeId);
   }
 
@@ -88,6 +94,7 @@ export class History {
           this.log.warn({ err, stream }, `SCAVENGING: could not write ${event.eventType} to ${stream}`);
           return undefined;
         }
+        if (this.patient()) await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt - 1]));
       }
     }
   }

@@ -32,6 +32,12 @@ export interface ScavengerOptions {
   append?: LogAppend;
   /** Whether a backup runs now: a scavenge does not start then (BackupRunningError). */
   backupRunning?: () => boolean;
+  /**
+   * A cluster node: of the scavenges left unfinished in the (shared) history, it records as
+   * Interrupted only its own (started with its nodeEndpoint): another node's may still be running.
+   * And its history writes wait out a leader change.
+   */
+  clustered?: boolean;
 }
 
 export interface CurrentScavenge {
@@ -54,14 +60,19 @@ export class Scavenger {
   private closed = false;
 
   private readonly appender: LogAppend;
+  private recording: Promise<void> = Promise.resolve();
+
+  /** A cluster node's history waits out a leader change (History's `patient`), unless the node is closing. */
+  private readonly patient = (): boolean => this.options.clustered === true && !this.closed;
 
   constructor(private readonly store: Store, private readonly options: ScavengerOptions, private readonly log: Logger) {
     this.appender = options.append ?? ((stream, expected, events) => store.append(stream, expected, events));
   }
 
   /**
-   * At node start: gives the history streams their metadata and records as Interrupted every
-   * scavenge that started but never completed (the process was killed).
+   * At node start (in a cluster, once this node leads): gives the history streams their metadata
+   * and records as Interrupted every scavenge that started but never completed (the process was
+   * killed).
    */
   async open(): Promise<void> {
     const wanted = historyMetadata(this.options.historyMaxAgeDays);
@@ -73,20 +84,34 @@ export class Scavenger {
     await this.recordInterrupted();
   }
 
-  private async recordInterrupted(): Promise<void> {
+  /**
+   * Records as Interrupted each scavenge that started and never completed, and is not running here
+   * (in a cluster, of those this node started). A cluster follower calls it once it follows.
+   */
+  recordInterrupted(): Promise<void> {
+    // One at a time: a cluster node records them when it follows and again when it leads.
+    const next = this.recording.then(() => this.recordInterruptedNow());
+    this.recording = next.catch(() => undefined);
+    return next;
+  }
+
+  private async recordInterruptedNow(): Promise<void> {
+    let recorded = 0;
     const started = new Set<string>();
     const completed = new Set<string>();
+    const self = this.options.nodeEndpoint();
     for (const link of this.store.streamRecords(SCAVENGES_STREAM)) {
       const target = parseLinkTarget(link.data);
       if (!target) continue;
       const found = this.store.readEvent(target.streamId, target.eventNumber);
       if (found.status !== 'ok' || !found.event.event) continue;
+      const { eventType, data } = found.event.event;
       const id = target.streamId.slice(SCAVENGES_STREAM.length + 1);
-      if (found.event.event.eventType === '$scavengeStarted') started.add(id);
-      else if (found.event.event.eventType === '$scavengeCompleted') completed.add(id);
+      if (eventType === '$scavengeStarted' && (!this.options.clustered || endpointOf(data) === self)) started.add(id);
+      else if (eventType === '$scavengeCompleted') completed.add(id);
     }
     for (const id of started) {
-      if (completed.has(id)) continue;
+      if (completed.has(id) || this.running?.id === id) continue;
       let spaceSaved = 0;
       let maxChunkScavenged = -1;
       let eventsExamined = 0;
@@ -102,12 +127,14 @@ export class Scavenger {
         eventsRemoved += body.eventsRemoved ?? 0;
       }
       this.log.warn(`SCAVENGING: scavenge ${id} was interrupted by a restart`);
-      await new History(this.appender, id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, this.log).completed({
+      recorded++;
+      await new History(this.appender, id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, this.log, this.patient).completed({
         result: 'Interrupted', error: 'The node was restarted.',
         timeTaken: timeSpan(first === undefined ? 0 : (Date.now() * 1000 - first) / 1000),
         spaceSaved, maxChunkScavenged, eventsExamined, eventsRemoved,
       });
     }
+    this.log.info(`SCAVENGING: ${recorded} unfinished scavenge${recorded === 1 ? '' : 's'} recorded as Interrupted`);
   }
 
   /** Starts a scavenge in the background and returns its id at once. */
@@ -130,7 +157,7 @@ export class Scavenger {
 
   private async run(run: Running, request: ScavengeRequest, log: Logger): Promise<void> {
     const started = performance.now();
-    const history = new History(this.appender, run.id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, log);
+    const history = new History(this.appender, run.id, this.options.nodeEndpoint(), this.options.historyMaxAgeDays, log, this.patient);
     const totals = { spaceSaved: 0, maxChunkScavenged: -1 };
     const before = this.store.diskUsage();
     let result: ScavengeResult = 'Success';
@@ -218,3 +245,13 @@ export class Scavenger {
 }
 
 export type { ScavengeResult };
+
+/** The node a history event names (`nodeEndpoint`), if it parses. */
+function endpointOf(data: Buffer): string | undefined {
+  try {
+    const value = JSON.parse(data.toString('utf8')) as { nodeEndpoint?: unknown };
+    return typeof value.nodeEndpoint === 'string' ? value.nodeEndpoint : undefined;
+  } catch {
+    return undefined;
+  }
+}
