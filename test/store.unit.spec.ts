@@ -368,6 +368,27 @@ describe('the write door', () => {
     return streams.every((s) => store.streamInfo(s) === undefined);
   }
 
+  it('keeps the cluster\'s $epochs to the node: appends, metadata, deletes and transactions are refused, its own appends taken', async () => {
+    const store = await openStore();
+    for (const p of [
+      store.append('$epochs', ExpectedVersion.any, [event('$epoch', { term: 99 })]),
+      store.append('$$$epochs', ExpectedVersion.any, [event('$metadata', { $maxCount: 1 })]),
+      store.deleteStream('$epochs', ExpectedVersion.any, true),
+      store.transact([
+        { streamId: 'fine', expected: ExpectedVersion.any, events: [event()] },
+        { streamId: '$epochs', expected: ExpectedVersion.any, events: [event('$epoch', { term: 99 })] },
+      ]),
+    ]) {
+      const refused = await refusal(p);
+      expect(refused.rule).toBe('reserved');
+      expect(refused.message).toMatch(/The \$epochs stream is written by cluster leaders only/);
+    }
+    expect(store.readAllForward(0, 100).records).toEqual([]);
+    const own = await store.appendReserved('$epochs', ExpectedVersion.any, [event('$epoch', { term: 3 })]);
+    expect(own.firstEventNumber).toBe(0);
+    expect(store.streamInfo('$epochs')?.lastEventNumber).toBe(0);
+  });
+
   it('measures JSON depth outside strings only', () => {
     expect(jsonDepthExceeds(Buffer.from('[[["[[[[", "]"]]]'), 3)).toBe(false);
     expect(jsonDepthExceeds(Buffer.from('[[[["\\"]]]]'), 3)).toBe(true);

@@ -217,6 +217,9 @@ describe('case 3: projection writes obey the rules of the HTTP door', () => {
     await createProjection('emit-big', `fromStream('door-big').when({ Go: () => { emit('big-out', 'Big', { s: 'x'.repeat(20 * 1024 * 1024) }); } })`);
     await createProjection('link-nothing', `fromStream('door-link').when({ Go: () => { linkTo('x2', { streamId: '', sequenceNumber: -5 }); } })`);
     await createProjection('meta-bad', `fromStream('door-meta').when({ Go: () => { emit('$$door-meta-target', '$metadata', { $maxCount: 'many' }); } })`);
+    // The log's epoch records (how cluster nodes compare logs) are the node's own.
+    await createProjection('emit-epoch', `fromStream('door-epoch').when({ Go: () => { emit('$epochs', '$epoch', { term: 99 }); } })`);
+    await appendOk('door-epoch', [newEvent('Go')]);
     await appendOk('door-all', [newEvent('Go')]);
     await appendOk('door-big', [newEvent('Go')]);
     await appendOk('door-link', [newEvent('Go')]);
@@ -225,6 +228,13 @@ describe('case 3: projection writes obey the rules of the HTTP door', () => {
     await expectFaulted('emit-big', /an event is limited to 4,194,304 bytes \(maxAppendSize\)/);
     await expectFaulted('link-nothing', /a link's body must be '\{eventNumber\}@\{stream\}'/);
     await expectFaulted('meta-bad', /Stream metadata \$maxCount must be an integer/);
+    await expectFaulted('emit-epoch', /The \$epochs stream is written by cluster leaders only/);
+    for (const stream of ['$epochs', '$$$epochs']) {
+      const refused = await appendAs(basic('admin', 'changeit'), stream, [newEvent('$epoch', { term: 99 })]);
+      expect(refused.status, stream).toBe(403);
+      expect(await refused.text()).toMatch(/written by cluster leaders only/);
+    }
+    expect(await status('$epochs')).toBe(404);
     expect(await status('big-out')).toBe(404);
     expect(await status('x2')).toBe(404);
     expect(await status('$$door-meta-target')).toBe(404);
@@ -376,7 +386,7 @@ describe('after everything: kill -9 and restart on the same data', () => {
     for (const name of ['$by_correlation_id', '$by_category', '$by_event_type', '$streams', '$stream_by_category', 'counter', 'many']) {
       await waitStatus(name, /^Running$/);
     }
-    for (const stream of ['door-type', 'big-out', 'x2', 'door-deep', 'hostile']) expect(await status(stream), stream).toBe(404);
+    for (const stream of ['door-type', 'big-out', 'x2', 'door-deep', 'hostile', '$epochs']) expect(await status(stream), stream).toBe(404);
     await tick();
     // Enabling a faulted projection is the operator's way out: it runs again (and here faults again on the same event).
     const enabled = await http(t, '/projection/link-nothing/command/enable', { method: 'POST' });

@@ -106,7 +106,7 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   domain(WrongExpectedVersionError, (e) => new ApiError('WRONG_EXPECTED_VERSION', undefined, inEverySpelling('CurrentVersion', String(e.currentVersion)))),
   domain(StreamDeletedError, () => new ApiError('STREAM_DELETED')),
   // The store's write door: too large is 413 as at the HTTP door, any other rule 400.
-  domain(InvalidWriteError, (e) => new ApiError(e.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', e.message)),
+  domain(InvalidWriteError, (e) => new ApiError(e.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : e.rule === 'reserved' ? 'EPOCHS_READ_ONLY' : 'BAD_REQUEST', e.message)),
   domain(StoreClosedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
   domain(NotLeaderError, (e) => new ApiError('NOT_READY', e.message)),
   domain(ReplicationLostError, (e) => new ApiError('NOT_READY', `${e.message}; the write may or may not have been written.`)),

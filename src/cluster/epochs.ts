@@ -1,4 +1,4 @@
-import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
+import { EPOCHS_STREAM, ExpectedVersion, newUuid, type Store } from '../store/index.js';
 import { MAX_HELLO_EPOCHS, type EpochMark, type Hello } from './frames.js';
 
 // Epochs: every leader writes one record into the log (stream `$epochs`) before it serves
@@ -7,7 +7,6 @@ import { MAX_HELLO_EPOCHS, type EpochMark, type Hello } from './frames.js';
 // term are the same on every node that has them, so two logs agree up to where the older of a
 // shared epoch's two continuations ends.
 
-export const EPOCHS_STREAM = '$epochs';
 export const EPOCH_EVENT_TYPE = '$epoch';
 /** The leader's epochs a comparison looks at (newest first): far more terms than a follower can lag behind. */
 const LEADER_EPOCHS_READ = 10_000;
@@ -39,7 +38,7 @@ function termOf(data: Buffer): number | undefined {
 
 /** Writes this leader's epoch record; resolves once a quorum holds it (the writer's gate). */
 export async function writeEpoch(store: Store, term: number, leader: { name: string; instanceId: string }): Promise<EpochMark> {
-  const result = await store.append(EPOCHS_STREAM, ExpectedVersion.any, [{
+  const result = await store.appendReserved(EPOCHS_STREAM, ExpectedVersion.any, [{
     eventId: newUuid(), eventType: EPOCH_EVENT_TYPE, isJson: true, metadata: Buffer.alloc(0),
     data: Buffer.from(JSON.stringify({ term, leaderName: leader.name, leaderInstanceId: leader.instanceId }), 'utf8'),
   }]);

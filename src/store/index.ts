@@ -28,7 +28,7 @@ export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamN
 export type { EventRecord } from './record.js';
 export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal, ReplicationGate, ShippedBatch } from './writer.js';
 export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
-export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE } from './system-streams.js';
+export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
 export { LINK_EVENT_TYPE } from './record.js';
@@ -203,6 +203,11 @@ export class Store {
 
   append(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
     return this.writer.append(streamId, expected, events);
+  }
+
+  /** An append to a reserved stream (system-streams.ts: the cluster's `$epochs`), which the write door refuses to everyone else. */
+  appendReserved(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
+    return this.writer.appendReserved(streamId, expected, events);
   }
 
   /**

@@ -6,7 +6,8 @@
 // own invariants: input never reaches them.
 
 import { LINK_EVENT_TYPE } from './record.js';
-import { isMetastream, metadataProblem } from './metadata.js';
+import { isMetastream, metadataProblem, originalStreamOf } from './metadata.js';
+import { RESERVED_STREAMS } from './system-streams.js';
 
 /** The record keeps stream names and event types behind a 16-bit length. */
 const MAX_RECORD_NAME_BYTES = 65_535;
@@ -20,7 +21,7 @@ export const MAX_EVENT_TYPE_BYTES = MAX_RECORD_NAME_BYTES;
  */
 export const MAX_JSON_DEPTH = 1000;
 
-export type WriteRule = 'stream-name' | 'event-type' | 'event-size' | 'link' | 'json-depth' | 'event-id' | 'metadata';
+export type WriteRule = 'stream-name' | 'event-type' | 'event-size' | 'link' | 'json-depth' | 'event-id' | 'metadata' | 'reserved';
 
 export interface WriteLimits {
   /** Largest data + metadata of one event, in bytes (the `maxAppendSize` option). */
@@ -61,6 +62,14 @@ export function streamNameProblem(streamId: unknown): string | undefined {
 }
 
 /** Throws InvalidWriteError when the stream name breaks a rule. */
+/** Refuses a write to a reserved stream or its metadata stream (system-streams.ts) by anyone but the node itself. */
+export function checkNotReserved(streamId: string): void {
+  const target = isMetastream(streamId) ? originalStreamOf(streamId) : streamId;
+  if (RESERVED_STREAMS.has(target)) {
+    throw new InvalidWriteError(streamId, 'reserved', `The ${target} stream is written by cluster leaders only.`);
+  }
+}
+
 export function checkStreamName(streamId: string): void {
   const problem = streamNameProblem(streamId);
   if (problem) throw new InvalidWriteError(String(streamId), 'stream-name', `Invalid write to stream '${shownName(String(streamId))}': ${problem}.`);

@@ -18,7 +18,7 @@ import {
 } from './metadata.js';
 import { newUuid } from './uuid.js';
 import { WriterStats } from './writer-stats.js';
-import { checkEvents, checkStreamName, InvalidWriteError, type WriteLimits } from './write-rules.js';
+import { checkEvents, checkNotReserved, checkStreamName, InvalidWriteError, type WriteLimits } from './write-rules.js';
 import { nowMicros } from './clock.js';
 import type { LogTailCache } from './log-cache.js';
 
@@ -44,7 +44,7 @@ export interface AppendResult {
 export interface DeleteResult { position: number }
 
 type Pending =
-  | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[];
+  | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[]; reserved?: true;
       resolve: (r: AppendResult) => void; reject: (e: Error) => void }
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean;
       resolve: (r: DeleteResult) => void; reject: (e: Error) => void }
@@ -380,6 +380,13 @@ export class Writer {
     });
   }
 
+  /** An append to a reserved stream (system-streams.ts), by the node itself. */
+  appendReserved(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ kind: 'append', streamId, expected, events, reserved: true, resolve, reject });
+    });
+  }
+
   /**
    * Appends to several streams atomically: every write is applied, or none is. With `deferSync`
    * (projection checkpoints: a crash only makes the projection redo them) the write is made
@@ -660,13 +667,18 @@ export class Writer {
     const { limits } = this.deps;
     if (op.kind === 'append') {
       checkStreamName(op.streamId);
+      if (!op.reserved) checkNotReserved(op.streamId);
       checkEvents(op.streamId, op.events, limits);
     } else if (op.kind === 'transaction') {
       for (const w of op.writes) {
         checkStreamName(w.streamId);
+        checkNotReserved(w.streamId);
         checkEvents(w.streamId, w.events, limits);
       }
-    } else checkStreamName(op.streamId);
+    } else {
+      checkStreamName(op.streamId);
+      checkNotReserved(op.streamId);
+    }
   }
 
   /** Adds one operation to the batch; returns what settles its caller once the batch is durable. */
