@@ -79,6 +79,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
     maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
     sharedReadBytes: config.sharedReadCacheSize, eventIdFilterBytes: config.eventIdFilterSize,
+    boundedReads: config.clusterSize > 1,
   });
   const t = store.truncation;
   if (t && t.records === 0) log.info({ truncation: t }, `truncate checkpoint at ${t.position}: nothing past it to remove; cleared`);

@@ -15,10 +15,9 @@ import { decodeRecords, FrameError, recordsFrame } from '../src/cluster/frames.j
 const dirs: string[] = [];
 const stores: Store[] = [];
 
-async function openStore(): Promise<Store> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-repl-'));
-  dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize: 64 * 1024 });
+async function openStore(boundedReads = false, dir = mkdtempSync(join(tmpdir(), 'svc-repl-'))): Promise<Store> {
+  if (!dirs.includes(dir)) dirs.push(dir);
+  const store = await Store.open({ dir, inMemory: false, chunkSize: 64 * 1024, boundedReads });
   stores.push(store);
   return store;
 }
@@ -161,6 +160,78 @@ describe('a leader\'s reads', () => {
     expect(leader.logEnd).toBeGreaterThan(head);
     expect(leader.streamInfo('a')?.lastEventNumber).toBe(0);
     expect(leader.readAllForward(0, 100).records).toHaveLength(1);
+  });
+});
+
+describe('a cluster node\'s reads', () => {
+  it('on a follower, show the leader\'s records once its commit position passes them', async () => {
+    const [leader, follower] = [await openStore(), await openStore(true)];
+    await leader.append('a', ExpectedVersion.any, [event({ n: 0 }), event({ n: 1 })]);
+    await ship(leader, follower, 0);
+    // Durable here (acknowledged to the leader), not yet known to be held by a quorum.
+    expect(follower.logEnd).toBe(leader.logEnd);
+    expect(follower.headPosition).toBe(0);
+    expect(follower.streamInfo('a')).toBeUndefined();
+    expect(follower.readAllForward(0, 10).records).toEqual([]);
+    const published: number[] = [];
+    follower.bus.subscribe((c) => { published.push(c.nextPosition); });
+    follower.commitThrough(leader.logEnd + 1_000); // a commit ahead of this copy shows what it holds
+    expect(follower.headPosition).toBe(leader.logEnd);
+    expect(follower.streamInfo('a')?.lastEventNumber).toBe(1);
+    expect(published).toEqual([leader.logEnd]);
+  });
+
+  it('after a restart, show no record past the last commit position known, until it is committed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-repl-'));
+    let leader = await openStore(true, dir);
+    const gate = new QuorumByHand();
+    leader.setReplicationGate(gate);
+    const first = leader.append('kept', ExpectedVersion.any, [event({ n: 0 }), event({ n: 1 })]);
+    gate.holds(await gate.queued(1));
+    await first;
+    const committed = leader.headPosition;
+    // A tail no quorum acknowledged: more of a stream, a new stream, a hard delete, new metadata.
+    const tail = [
+      () => leader.append('kept', ExpectedVersion.any, [event({ n: 2 })]),
+      () => leader.append('fresh', ExpectedVersion.any, [event()]),
+      () => leader.deleteStream('doomed-later', ExpectedVersion.any, true),
+      () => leader.append('$$kept', ExpectedVersion.any, [event({ $maxCount: 1 })]),
+    ];
+    for (const [i, write] of tail.entries()) {
+      void write().catch(() => undefined);
+      await gate.queued(1 + i); // each its own batch
+    }
+    const end = leader.logEnd;
+    await leader.close();
+    stores.splice(stores.indexOf(leader), 1);
+
+    leader = await openStore(true, dir);
+    expect(leader.logEnd).toBe(end);
+    expect(leader.headPosition).toBe(committed);
+    expect(leader.streamInfo('kept')?.lastEventNumber).toBe(1);
+    expect(leader.readStreamBackward('kept', -1, 10)).toMatchObject({ status: 'ok', lastEventNumber: 1 });
+    expect(leader.readStreamForward('fresh', 0, 10, false).status).toBe('noStream');
+    expect(leader.metadataOf('kept').maxCount).toBeUndefined();
+    expect(leader.readAllForward(0, 100).records.map((r) => r.streamId)).toEqual(['kept', 'kept']);
+    // The cluster commits it (a new term's epoch, or the leader's commit position on a follower).
+    leader.commitThrough(end);
+    expect(leader.headPosition).toBe(end);
+    expect(leader.streamInfo('kept')?.lastEventNumber).toBe(2);
+    expect(leader.readStreamForward('fresh', 0, 10, false).status).toBe('ok');
+    expect(leader.streamInfo('doomed-later')?.tombstoned).toBe(true);
+    expect(leader.metadataOf('kept').maxCount).toBe(1);
+  });
+
+  it('of data that never had a commit position (a single node\'s) show all of it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-repl-'));
+    const single = await openStore(false, dir);
+    await single.append('a', ExpectedVersion.any, [event()]);
+    const end = single.logEnd;
+    await single.close();
+    stores.splice(stores.indexOf(single), 1);
+    const clustered = await openStore(true, dir);
+    expect(clustered.headPosition).toBe(end);
+    expect(clustered.streamInfo('a')?.lastEventNumber).toBe(0);
   });
 });
 

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import { ExpectedVersion, NotLeaderError, type AppendResult, type ProposedEvent, type Store } from '../store/index.js';
 import { epochHistory } from './epochs.js';
 import {
-  ackFrame, decodeJson, decodeRecords, FRAME, FrameError, isStart, jsonFrame, readFrames, type Control, type Hello, type Start, type Written,
+  decodeJson, decodePosition, decodeRecords, FRAME, FrameError, isStart, jsonFrame, positionFrame, readFrames,
+  type Control, type Hello, type Start, type Written,
 } from './frames.js';
 import type { Transport } from './transport.js';
 
@@ -49,6 +50,8 @@ export class FollowerReplication {
   private caughtUp = false;
   private silence: NodeJS.Timeout | undefined;
   private closedReason: string | undefined;
+  /** The leader's commit position, as last heard (COMMIT). */
+  private leaderCommit = 0;
 
   private renewal: NodeJS.Timeout | undefined;
   /** This node's own appends sent to the leader (WRITE), by id, until WRITTEN or the connection closes. */
@@ -110,6 +113,7 @@ export class FollowerReplication {
         return;
       }
       if (type === FRAME.RECORDS) this.apply(decodeRecords(payload));
+      else if (type === FRAME.COMMIT) this.committed(decodePosition(payload));
       else if (type === FRAME.HEARTBEAT) this.heard(payload.readDoubleBE(0));
       else if (type === FRAME.WRITTEN) this.written(JSON.parse(payload.toString('utf8')) as Written);
       else if (type === FRAME.CONTROL) this.control(JSON.parse(payload.toString('utf8')) as Control);
@@ -138,9 +142,9 @@ export class FollowerReplication {
     if (written.error !== undefined || written.position === undefined || written.firstEventNumber === undefined) {
       throw new Error(`the leader refused the write to ${stream}: ${written.error ?? 'no position'}`);
     }
-    // The record at `position` is replicated here: this node's head is past it.
+    // The record at `position` is replicated and committed here: this node's reads show it.
     const deadline = performance.now() + 10_000;
-    while (this.store.logEnd <= written.position) {
+    while (this.store.headPosition <= written.position) {
       if (this.stopped) throw new NotLeaderError('the connection to the leader closed before the write was replicated');
       if (performance.now() > deadline) throw new Error(`the write to ${stream} was not replicated here within 10 s`);
       await new Promise((r) => setTimeout(r, 10));
@@ -203,15 +207,24 @@ export class FollowerReplication {
         this.inFlight -= bytes;
         if (this.inFlight < MAX_APPLYING_BYTES / 2) this.socket?.resume();
       }
-      if (!this.stopped) this.socket!.write(ackFrame(this.store.logEnd));
+      if (this.stopped) return;
+      this.socket!.write(positionFrame(FRAME.ACK, this.store.logEnd));
+      // (the leader's commit may have arrived before these records did)
+      this.store.commitThrough(this.leaderCommit);
     });
+  }
+
+  /** The leader's quorum holds its log up to `position`: what this copy holds of it is shown to readers. */
+  private committed(position: number): void {
+    this.leaderCommit = Math.max(this.leaderCommit, position);
+    if (!this.stopped) this.store.commitThrough(this.leaderCommit);
   }
 
   private heard(leaderHead: number): void {
     // Acknowledge on every heartbeat too: the leader learns our end even when no records flow.
     void this.applying.then(() => {
       if (this.stopped) return;
-      this.socket!.write(ackFrame(this.store.logEnd));
+      this.socket!.write(positionFrame(FRAME.ACK, this.store.logEnd));
       if (!this.caughtUp && this.store.logEnd >= leaderHead) {
         this.caughtUp = true;
         this.events.caughtUp();

@@ -10,7 +10,9 @@ import type { ShippedBatch } from '../store/index.js';
 // A connection belongs to one leader term: the follower names the term it expects in HELLO and
 // closes the connection the moment etcd shows another, so frames need not repeat it.
 
-export const FRAME = { HELLO: 1, START: 2, RECORDS: 3, ACK: 4, HEARTBEAT: 5, REFUSED: 6, WRITE: 7, WRITTEN: 8, CONTROL: 9, CONTROL_REPLY: 10 } as const;
+export const FRAME = {
+  HELLO: 1, START: 2, RECORDS: 3, ACK: 4, HEARTBEAT: 5, REFUSED: 6, WRITE: 7, WRITTEN: 8, CONTROL: 9, CONTROL_REPLY: 10, COMMIT: 11,
+} as const;
 export type FrameType = (typeof FRAME)[keyof typeof FRAME];
 
 /** The largest frame either side accepts: a record frame holds at most a writer batch (16 MB) plus one large event. */
@@ -84,11 +86,13 @@ export function jsonFrame(type: FrameType, value: unknown): Buffer {
   return encodeFrame(type, Buffer.from(JSON.stringify(value), 'utf8'));
 }
 
-export function ackFrame(position: number): Buffer {
+/** ACK (follower → leader): its durable end. COMMIT (leader → follower): where its quorum holds the log. */
+export function positionFrame(type: typeof FRAME.ACK | typeof FRAME.COMMIT, position: number): Buffer {
   const payload = Buffer.allocUnsafe(8);
   payload.writeDoubleBE(position, 0);
-  return encodeFrame(FRAME.ACK, payload);
+  return encodeFrame(type, payload);
 }
+
 
 /** RECORDS: u32 count, then per record f64 position, u32 length, bytes. */
 export function recordsFrame(batch: ShippedBatch): Buffer {
@@ -130,10 +134,11 @@ export function decodeRecords(payload: Buffer): ShippedBatch {
   return { positions, records };
 }
 
-export function decodeAck(payload: Buffer): number {
-  if (payload.length !== 8) throw new FrameError('an ack of the wrong size');
+/** The position of an ACK or COMMIT frame. */
+export function decodePosition(payload: Buffer): number {
+  if (payload.length !== 8) throw new FrameError('a position frame of the wrong size');
   const position = payload.readDoubleBE(0);
-  if (!Number.isSafeInteger(position) || position < 0) throw new FrameError('an ack with no position');
+  if (!Number.isSafeInteger(position) || position < 0) throw new FrameError('a position frame with no position');
   return position;
 }
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ExpectedVersion, ReplicationLostError, WriteTimeoutError, type ReplicationGate, type ShippedBatch, type Store } from '../store/index.js';
 import { commonPoint } from './epochs.js';
 import {
-  decodeAck, encodeFrame, FRAME, jsonFrame, recordsFrame, type Hello, type Start, type WriteRequest, type Written, type ControlReply,
+  decodePosition, encodeFrame, FRAME, jsonFrame, positionFrame, recordsFrame, type Hello, type Start, type WriteRequest, type Written, type ControlReply,
 } from './frames.js';
 
 // The leader's side of replication, and the writer's gate on the leader. Every durable batch is
@@ -19,6 +19,8 @@ const CATCH_UP_RECORDS = 2000;
 /** A live follower whose socket holds more unsent bytes than this falls back to catching up from the log. */
 const MAX_UNSENT_BYTES = 32 * 1024 * 1024;
 const HEARTBEAT_MS = 250;
+/** Log bytes this leader holds that no quorum does yet, at most: beyond them writes are refused (503) until followers catch up. */
+const MAX_UNCOMMITTED_BYTES = 64 * 1024 * 1024;
 /** A write no quorum holds within this long fails (it may still survive: "500 Write timeout" in the established servers). */
 export const WRITE_TIMEOUT_MS = 10_000;
 
@@ -42,7 +44,13 @@ export class LeaderReplication implements ReplicationGate {
   }
 
   refusal(): string | undefined {
-    return this.ended?.message;
+    if (this.ended) return this.ended.message;
+    // Held back from readers and in memory until a quorum holds them: past this, no more writes.
+    const waiting = this.store.logEnd - this.store.headPosition;
+    if (waiting > MAX_UNCOMMITTED_BYTES) {
+      return `no quorum holds the last ${Math.round(waiting / (1024 * 1024))} MB of the log: writes wait until a follower catches up`;
+    }
+    return undefined;
   }
 
   shipped(batch: ShippedBatch, nextPosition: number): void {
@@ -77,6 +85,13 @@ export class LeaderReplication implements ReplicationGate {
     while (i < this.waiting.length && this.waiting[i].position <= quorum) i++;
     if (i === 0) return;
     for (const w of this.waiting.splice(0, i)) w.settle();
+    this.announceCommit();
+  }
+
+  /** Tells the followers where the quorum holds the log (what readers see here): they show no more. */
+  private announceCommit(): void {
+    const commit = this.store.headPosition;
+    for (const session of this.sessions) session.commit(commit);
   }
 
   private tick(): void {
@@ -106,6 +121,7 @@ export class LeaderReplication implements ReplicationGate {
     const session = new FollowerSession(this.store, socket, hello.name, hello.logEnd, this.log);
     this.sessions.add(session);
     this.log.info({ follower: hello.name, from: hello.logEnd, head: this.store.logEnd }, 'follower connected');
+    session.commit(this.store.headPosition);
     socket.on('close', () => {
       this.sessions.delete(session);
       session.close();
@@ -121,7 +137,7 @@ export class LeaderReplication implements ReplicationGate {
         return;
       }
       if (type !== FRAME.ACK) throw new Error(`unexpected frame ${type} from a follower`);
-      session.acked = Math.max(session.acked, decodeAck(payload));
+      session.acked = Math.max(session.acked, decodePosition(payload));
       this.release();
     });
     session.catchUp();
@@ -171,6 +187,8 @@ class FollowerSession {
   private mode: 'catchUp' | 'live' = 'catchUp';
   private catchingUp = false;
   private closed = false;
+  /** The commit position last sent (COMMIT). */
+  private committed = -1;
 
   constructor(private readonly store: Store, private readonly socket: Socket, readonly name: string, from: number,
     private readonly log: Logger) {
@@ -251,6 +269,13 @@ class FollowerSession {
   /** A control frame (the answer to a follower's WRITE). */
   send(frame: Buffer): void {
     if (!this.closed) this.socket.write(frame);
+  }
+
+  /** COMMIT: the leader's commit position, when it moved since the last one sent. */
+  commit(position: number): void {
+    if (this.closed || position <= this.committed) return;
+    this.committed = position;
+    this.socket.write(positionFrame(FRAME.COMMIT, position));
   }
 
   heartbeat(): void {

@@ -13,8 +13,9 @@ import { Reader } from './reader.js';
 import {
   Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type ReplicationGate, type ShippedBatch, type StreamWrite,
 } from './writer.js';
-import { loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
+import { COMMIT_KEY, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
+import { isMetastream, originalStreamOf } from './metadata.js';
 import type { ExpectedVersion } from './expected-version.js';
 import type { EventRecord } from './record.js';
 import { truncateOp, truncateToCheckpoint, type Truncation } from './truncate.js';
@@ -58,6 +59,11 @@ export interface StoreOptions {
   maxEventBytes?: number;
   /** Stream informations kept in memory (the rest are read from RocksDB when needed). */
   streamInfoCacheSize?: number;
+  /**
+   * A cluster node: reads show what a quorum holds only (WriterDeps.boundedReads), from the start:
+   * records past the last known commit position are held until the cluster commits them.
+   */
+  boundedReads?: boolean;
   /** Bytes of RocksDB's block cache. */
   dbCacheBytes?: number;
   /** Bytes of decoded log blocks shared by the projections reading the log (0: none). */
@@ -95,7 +101,8 @@ export class Store {
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number, idFilterBytes: number) {
+    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number, idFilterBytes: number,
+    boundedReads: boolean) {
     const tail = new LogTailCache(logCacheBytes);
     this.tail = tail;
     const spaces = new LogSpaces(rocks, splitFrom);
@@ -106,7 +113,7 @@ export class Store {
     this.reader = new Reader(rocks, spaces, streams, visible, tail, this.blocks);
     this.idFilter = new EventIdFilter(idFilterBytes);
     this.writer = new Writer({
-      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, visible, chunkSize, bus: this.bus,
+      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, visible, boundedReads, chunkSize, bus: this.bus,
       limits: { maxEventBytes }, metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
@@ -131,11 +138,56 @@ export class Store {
     }
     const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
       options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES,
-      readU64(split, 0), options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES);
+      readU64(split, 0), options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES, options.boundedReads ?? false);
     store.truncation = truncation;
+    if (options.boundedReads) store.holdUncommittedTail();
     store.idFilter.load(rocks);
     store.warmTail(Math.min(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES, WARM_TAIL_BYTES * 2));
     return store;
+  }
+
+  /**
+   * A cluster node's start: the records past the last commit position it knew (COMMIT_KEY) may be
+   * an old leader's tail that no quorum holds. Readers see the streams as they were before them
+   * until the cluster commits them (commitThrough) or the node truncates them. Without a stored
+   * position (a first cluster start, or a single node's data) the whole log counts as committed.
+   */
+  private holdUncommittedTail(): void {
+    const end = this.checkpoint.nextPosition;
+    const stored = this.rocks.get(COMMIT_KEY);
+    const commit = stored ? Math.min(readU64(stored, 0), end) : end;
+    if (commit >= end) return;
+    const records: EventRecord[] = [];
+    for (let from = commit; ;) {
+      const { positions, values } = this.spaces.forward(from, 4096, end);
+      if (positions.length === 0) break;
+      for (let i = 0; i < positions.length; i++) records.push(decodeRecord(positions[i], values[i]));
+      from = positions[positions.length - 1] + 1;
+    }
+    const firstEvent = new Map<string, number>();
+    const metadataWritten = new Set<string>();
+    for (const r of records) {
+      if (r.tombstone) metadataWritten.add(r.streamId);
+      else {
+        firstEvent.set(r.streamId, Math.min(firstEvent.get(r.streamId) ?? r.eventNumber, r.eventNumber));
+        if (isMetastream(r.streamId)) metadataWritten.add(originalStreamOf(r.streamId));
+      }
+    }
+    const committed: [string, StreamInfo][] = [];
+    for (const name of new Set(records.map((r) => r.streamId))) {
+      const latest = this.streams.get(name);
+      if (!latest) continue;
+      const first = firstEvent.get(name);
+      committed.push([name, { streamNumber: latest.streamNumber, lastEventNumber: first === undefined ? latest.lastEventNumber : first - 1, tombstoned: false }]);
+    }
+    this.streams.holdAtOpen(end, committed);
+    this.writer.holdAtOpen({ end, records, metadataWritten });
+    this.visible.nextPosition = commit;
+  }
+
+  /** A cluster follower: its leader's quorum holds the log up to `position` (FollowerReplication). */
+  commitThrough(position: number): void {
+    this.writer.commitThrough(Math.min(position, this.checkpoint.nextPosition));
   }
 
   /**

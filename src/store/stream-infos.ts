@@ -85,6 +85,18 @@ export class StreamInfos {
     this.inFlight.push({ end, names });
   }
 
+  /** At a restart: these streams as last committed, held until `release` passes `end` (the log's end). */
+  holdAtOpen(end: number, committed: Iterable<[string, StreamInfo]>): void {
+    const names: string[] = [];
+    for (const [name, info] of committed) {
+      const latest = this.get(name);
+      if (!latest) continue;
+      this.held.set(name, { committed: info, pending: [latest] });
+      names.push(name);
+    }
+    this.inFlight.push({ end, names });
+  }
+
   /** Batches in flight ending at or before `position` are committed: readers see them. */
   release(position: number): void {
     while (this.inFlight.length > 0 && this.inFlight[0].end <= position) {

@@ -9,7 +9,7 @@ import type { LogSpaces } from './log-spaces.js';
 import type { EventIdFilter } from './id-filter.js';
 import { SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM } from './system-streams.js';
 import {
-  encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
+  COMMIT_KEY, encodeWriterCheckpoint, streamInfoOp, TOMBSTONE_EVENT_NUMBER, WRITER_CHECKPOINT_KEY,
   type StreamInfo, type WriterCheckpoint,
 } from './stream-state.js';
 import type { StreamInfos } from './stream-infos.js';
@@ -52,6 +52,13 @@ type Pending =
       resolve: (r: AppendResult[]) => void; reject: (e: Error) => void }
   | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void }
   | { kind: 'replicated'; streamId: string; batch: ShippedBatch; current: () => boolean; resolve: () => void; reject: (e: Error) => void };
+
+/** A batch durable here that readers do not see yet: where it ends, its records, the streams whose metadata it wrote. */
+export interface HeldBatch {
+  end: number;
+  records: EventRecord[];
+  metadataWritten: ReadonlySet<string>;
+}
 
 /** A durable batch as the leader ships it: each record's position and encoded bytes, in log order. */
 export interface ShippedBatch {
@@ -110,6 +117,12 @@ export interface WriterDeps {
    * failover could still take back.
    */
   visible: { nextPosition: number };
+  /**
+   * A cluster node: replicated batches too are seen by readers only once the leader's commit
+   * position passes them (commitThrough), and every batch records the commit position reached
+   * (COMMIT_KEY) so that a restart shows no more than that.
+   */
+  boundedReads: boolean;
   chunkSize: number;
   /** The write door's limits (write-rules.ts). */
   limits: WriteLimits;
@@ -351,6 +364,8 @@ export class Writer {
 
   /** The cluster's hold on this writer (ReplicationGate), if any. */
   private gate: ReplicationGate | undefined;
+  /** Batches durable here that readers do not see yet (WriterDeps.visible), oldest first. */
+  private readonly held: HeldBatch[] = [];
 
   constructor(private readonly deps: WriterDeps) {}
 
@@ -367,6 +382,19 @@ export class Writer {
     return new Promise((resolve, reject) => {
       this.enqueue({ kind: 'replicated', streamId: '', batch, current, resolve, reject });
     });
+  }
+
+  /**
+   * A quorum holds the log up to `position` (the leader's commit position, on a follower): the
+   * held batches ending there or before become visible, and their records are published.
+   */
+  commitThrough(position: number): void {
+    for (const batch of this.releaseThrough(position)) this.deps.bus.publish({ records: batch.records, nextPosition: batch.end });
+  }
+
+  /** Held from the start: the records a restarted cluster node holds past its last known commit position (Store.open). */
+  holdAtOpen(batch: HeldBatch): void {
+    this.held.push(batch);
   }
 
   get queueLength(): number {
@@ -538,9 +566,10 @@ export class Writer {
     this.stats.recordsWritten += builder.records.length;
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     const settle = () => {
-      if (gate) this.release(builder, next.nextPosition);
+      // Visible first (a caller reads its write), then the callers, then the commit bus.
+      const released = gate ? this.releaseThrough(next.nextPosition) : [{ end: next.nextPosition, records: builder.records }];
       for (const outcome of outcomes) outcome();
-      this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+      for (const batch of released) this.deps.bus.publish({ records: batch.records, nextPosition: batch.end });
     };
     if (gate) {
       gate.shipped({ positions: builder.records.map((r) => r.position), records: builder.recordBytes }, next.nextPosition);
@@ -587,10 +616,12 @@ export class Writer {
       this.abandon(taken, err as Error);
       return;
     }
-    this.applyCommit(builder, next, false);
+    // Durable here (the leader hears so), seen once the leader's commit position passes it.
+    const held = this.deps.boundedReads;
+    this.applyCommit(builder, next, held);
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     for (const op of taken) op.resolve();
-    this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
+    if (!held) this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });
     this.afterFlush();
   }
 
@@ -741,25 +772,35 @@ export class Writer {
     };
     for (const [name, info] of builder.infos) builder.ops.push(streamInfoOp(name, info));
     builder.ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(next)]);
+    // What a restart may show at once: the commit position reached so far (a batch behind at most).
+    if (this.deps.boundedReads) builder.ops.push([COMMIT_KEY, u64Value(this.deps.visible.nextPosition)]);
     return next;
   }
 
   /** A durable batch: the writer's state moves on; readers see it now, or once released (`held`). */
   private applyCommit(builder: BatchBuilder, next: WriterCheckpoint, held: boolean): void {
     this.deps.tail.add(builder.records.map((r) => r.position), builder.recordBytes);
-    if (held) this.deps.streams.setHeld(next.nextPosition, builder.infos);
-    else for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
+    if (held) {
+      this.deps.streams.setHeld(next.nextPosition, builder.infos);
+      this.held.push({ end: next.nextPosition, records: builder.records, metadataWritten: builder.metadataWritten });
+    } else for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
     Object.assign(this.deps.checkpoint, next);
     if (!held) this.deps.visible.nextPosition = next.nextPosition;
     if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
   }
 
-  /** A held batch is committed (a quorum holds the log up to `end`): readers see it. */
-  private release(builder: BatchBuilder, end: number): void {
-    this.deps.streams.release(end);
-    this.deps.visible.nextPosition = Math.max(this.deps.visible.nextPosition, end);
-    // Metadata read while the batch was held was the committed one: read it again.
-    if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
+  /** The held batches ending at or before `position` become visible (in order); returns them. */
+  private releaseThrough(position: number): HeldBatch[] {
+    const released: HeldBatch[] = [];
+    while (this.held.length > 0 && this.held[0].end <= position) {
+      const batch = this.held.shift()!;
+      this.deps.streams.release(batch.end);
+      this.deps.visible.nextPosition = Math.max(this.deps.visible.nextPosition, batch.end);
+      // Metadata read while the batch was held was the committed one: read it again.
+      if (batch.metadataWritten.size > 0) this.deps.onMetadataChanged(batch.metadataWritten);
+      released.push(batch);
+    }
+    return released;
   }
 
   private planAppend(b: BatchBuilder, streamId: string, expected: ExpectedVersion, events: ProposedEvent[],
