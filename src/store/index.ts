@@ -15,7 +15,7 @@ import {
 } from './writer.js';
 import { COMMIT_KEY, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
-import { isMetastream, originalStreamOf } from './metadata.js';
+import { CommitHorizon } from './commit-horizon.js';
 import type { ExpectedVersion } from './expected-version.js';
 import type { EventRecord } from './record.js';
 import { truncateOp, truncateToCheckpoint, type Truncation } from './truncate.js';
@@ -60,7 +60,7 @@ export interface StoreOptions {
   /** Stream informations kept in memory (the rest are read from RocksDB when needed). */
   streamInfoCacheSize?: number;
   /**
-   * A cluster node: reads show what a quorum holds only (WriterDeps.boundedReads), from the start:
+   * A cluster node: reads show what a quorum holds only (commit-horizon.ts), from the start:
    * records past the last known commit position are held until the cluster commits them.
    */
   boundedReads?: boolean;
@@ -96,8 +96,8 @@ export class Store {
   readonly idFilter: EventIdFilter;
   /** What the open truncated (the truncate checkpoint was set: truncate.ts), if anything. */
   truncation: Truncation | undefined;
-  /** The end of the log reads see (WriterDeps.visible). */
-  private readonly visible: { nextPosition: number };
+  /** What reads see of the log (commit-horizon.ts). */
+  private readonly horizon: CommitHorizon;
 
   private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
     private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
@@ -108,12 +108,11 @@ export class Store {
     const spaces = new LogSpaces(rocks, splitFrom);
     this.spaces = spaces;
     this.blocks = new SharedBlocks(spaces, sharedReadBytes);
-    const visible = { nextPosition: checkpoint.nextPosition };
-    this.visible = visible;
-    this.reader = new Reader(rocks, spaces, streams, visible, tail, this.blocks);
+    this.horizon = new CommitHorizon(streams, checkpoint.nextPosition, (ids) => this.reader.forgetMetadata(ids));
+    this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks);
     this.idFilter = new EventIdFilter(idFilterBytes);
     this.writer = new Writer({
-      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, visible, boundedReads, chunkSize, bus: this.bus,
+      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, horizon: this.horizon, boundedReads, chunkSize, bus: this.bus,
       limits: { maxEventBytes }, metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
@@ -147,10 +146,10 @@ export class Store {
   }
 
   /**
-   * A cluster node's start: the records past the last commit position it knew (COMMIT_KEY) may be
-   * an old leader's tail that no quorum holds. Readers see the streams as they were before them
-   * until the cluster commits them (commitThrough) or the node truncates them. Without a stored
-   * position (a first cluster start, or a single node's data) the whole log counts as committed.
+   * A cluster node's start: the records past the last commit position it stored (COMMIT_KEY) may
+   * be an old leader's tail that no quorum holds; they are held (CommitHorizon.holdTail). Without
+   * a stored position (a first cluster start, or a single node's data) all of the log counts as
+   * committed.
    */
   private holdUncommittedTail(): void {
     const end = this.checkpoint.nextPosition;
@@ -164,25 +163,7 @@ export class Store {
       for (let i = 0; i < positions.length; i++) records.push(decodeRecord(positions[i], values[i]));
       from = positions[positions.length - 1] + 1;
     }
-    const firstEvent = new Map<string, number>();
-    const metadataWritten = new Set<string>();
-    for (const r of records) {
-      if (r.tombstone) metadataWritten.add(r.streamId);
-      else {
-        firstEvent.set(r.streamId, Math.min(firstEvent.get(r.streamId) ?? r.eventNumber, r.eventNumber));
-        if (isMetastream(r.streamId)) metadataWritten.add(originalStreamOf(r.streamId));
-      }
-    }
-    const committed: [string, StreamInfo][] = [];
-    for (const name of new Set(records.map((r) => r.streamId))) {
-      const latest = this.streams.get(name);
-      if (!latest) continue;
-      const first = firstEvent.get(name);
-      committed.push([name, { streamNumber: latest.streamNumber, lastEventNumber: first === undefined ? latest.lastEventNumber : first - 1, tombstoned: false }]);
-    }
-    this.streams.holdAtOpen(end, committed);
-    this.writer.holdAtOpen({ end, records, metadataWritten });
-    this.visible.nextPosition = commit;
+    this.horizon.holdTail(commit, end, records);
   }
 
   /** A cluster follower: its leader's quorum holds the log up to `position` (FollowerReplication). */
@@ -228,7 +209,7 @@ export class Store {
    * where the next write goes; on a cluster leader, the end of what a quorum holds (see logEnd).
    */
   get headPosition(): number {
-    return this.visible.nextPosition;
+    return this.horizon.visible.nextPosition;
   }
 
   /** The end of the log as written here, committed or not (the cluster compares and ships logs by it). */

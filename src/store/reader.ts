@@ -13,7 +13,7 @@ import {
 
 // Reads: stream pages through the stream index, $all pages straight off the log, metadata
 // (cached until its metastream is written) applied to every stream read. A read sees the log up
-// to `visible` and streams as committed (StreamInfos.visible): on a cluster leader, nothing a
+// to `visible` and streams as committed (commit-horizon.ts): on a cluster node, nothing a
 // quorum does not hold yet.
 
 /** A read event. `link` is the `$>` record when a link was resolved; `event` is missing when its target is gone. */
@@ -62,7 +62,7 @@ export class Reader {
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly spaces: LogSpaces, private readonly streams: StreamInfos,
-    /** The end of the log a read sees (WriterDeps.visible). */
+    /** The end of the log a read sees (CommitHorizon.visible). */
     private readonly visible: { nextPosition: number }, private readonly tail: LogTailCache,
     /** Decoded blocks of the log shared by the readers that read it in order (projections). */
     private readonly blocks?: SharedBlocks) {}

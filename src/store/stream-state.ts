@@ -33,7 +33,7 @@ export interface WriterCheckpoint {
 }
 
 export const WRITER_CHECKPOINT_KEY = metaKey('writer');
-/** A cluster node's commit position as last known (u64): reads after a restart show the log up to there only (WriterDeps.boundedReads). */
+/** A cluster node's commit position as last known (u64): reads after a restart show the log up to there only (commit-horizon.ts). */
 export const COMMIT_KEY = metaKey('commit');
 
 export function encodeWriterCheckpoint(c: WriterCheckpoint): Buffer {

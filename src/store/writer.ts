@@ -13,6 +13,7 @@ import {
   type StreamInfo, type WriterCheckpoint,
 } from './stream-state.js';
 import type { StreamInfos } from './stream-infos.js';
+import type { CommitHorizon } from './commit-horizon.js';
 import {
   isMetastream, isSoftDeleted, METADATA_EVENT_TYPE, metastreamOf, originalStreamOf, SOFT_DELETED_TB_TEXT, type StreamMetadata,
 } from './metadata.js';
@@ -52,13 +53,6 @@ type Pending =
       resolve: (r: AppendResult[]) => void; reject: (e: Error) => void }
   | { kind: 'remove'; streamId: string; removal: Removal; resolve: () => void; reject: (e: Error) => void }
   | { kind: 'replicated'; streamId: string; batch: ShippedBatch; current: () => boolean; resolve: () => void; reject: (e: Error) => void };
-
-/** A batch durable here that readers do not see yet: where it ends, its records, the streams whose metadata it wrote. */
-export interface HeldBatch {
-  end: number;
-  records: EventRecord[];
-  metadataWritten: ReadonlySet<string>;
-}
 
 /** A durable batch as the leader ships it: each record's position and encoded bytes, in log order. */
 export interface ShippedBatch {
@@ -111,16 +105,11 @@ export interface WriterDeps {
   blocks: { forgetThrough(position: number): void };
   streams: StreamInfos;
   checkpoint: WriterCheckpoint;
+  /** What readers see of the log (commit-horizon.ts). */
+  horizon: CommitHorizon;
   /**
-   * The end of the log readers see: the checkpoint's on a single node; on a cluster leader, the
-   * end of the last batch a quorum holds (ReplicationGate), so no read shows a write that a
-   * failover could still take back.
-   */
-  visible: { nextPosition: number };
-  /**
-   * A cluster node: replicated batches too are seen by readers only once the leader's commit
-   * position passes them (commitThrough), and every batch records the commit position reached
-   * (COMMIT_KEY) so that a restart shows no more than that.
+   * A cluster node: replicated batches too are held until the leader's commit position passes
+   * them (commitThrough), and every batch stores the commit position reached (COMMIT_KEY).
    */
   boundedReads: boolean;
   chunkSize: number;
@@ -364,8 +353,6 @@ export class Writer {
 
   /** The cluster's hold on this writer (ReplicationGate), if any. */
   private gate: ReplicationGate | undefined;
-  /** Batches durable here that readers do not see yet (WriterDeps.visible), oldest first. */
-  private readonly held: HeldBatch[] = [];
 
   constructor(private readonly deps: WriterDeps) {}
 
@@ -389,12 +376,7 @@ export class Writer {
    * held batches ending there or before become visible, and their records are published.
    */
   commitThrough(position: number): void {
-    for (const batch of this.releaseThrough(position)) this.deps.bus.publish({ records: batch.records, nextPosition: batch.end });
-  }
-
-  /** Held from the start: the records a restarted cluster node holds past its last known commit position (Store.open). */
-  holdAtOpen(batch: HeldBatch): void {
-    this.held.push(batch);
+    for (const batch of this.deps.horizon.releaseThrough(position)) this.deps.bus.publish({ records: batch.records, nextPosition: batch.end });
   }
 
   get queueLength(): number {
@@ -567,7 +549,7 @@ export class Writer {
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     const settle = () => {
       // Visible first (a caller reads its write), then the callers, then the commit bus.
-      const released = gate ? this.releaseThrough(next.nextPosition) : [{ end: next.nextPosition, records: builder.records }];
+      const released = gate ? this.deps.horizon.releaseThrough(next.nextPosition) : [{ end: next.nextPosition, records: builder.records }];
       for (const outcome of outcomes) outcome();
       for (const batch of released) this.deps.bus.publish({ records: batch.records, nextPosition: batch.end });
     };
@@ -773,34 +755,18 @@ export class Writer {
     for (const [name, info] of builder.infos) builder.ops.push(streamInfoOp(name, info));
     builder.ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(next)]);
     // What a restart may show at once: the commit position reached so far (a batch behind at most).
-    if (this.deps.boundedReads) builder.ops.push([COMMIT_KEY, u64Value(this.deps.visible.nextPosition)]);
+    if (this.deps.boundedReads) builder.ops.push([COMMIT_KEY, u64Value(this.deps.horizon.visible.nextPosition)]);
     return next;
   }
 
   /** A durable batch: the writer's state moves on; readers see it now, or once released (`held`). */
   private applyCommit(builder: BatchBuilder, next: WriterCheckpoint, held: boolean): void {
     this.deps.tail.add(builder.records.map((r) => r.position), builder.recordBytes);
-    if (held) {
-      this.deps.streams.setHeld(next.nextPosition, builder.infos);
-      this.held.push({ end: next.nextPosition, records: builder.records, metadataWritten: builder.metadataWritten });
-    } else for (const [name, info] of builder.infos) this.deps.streams.set(name, info);
+    const { horizon } = this.deps;
+    if (held) horizon.hold({ end: next.nextPosition, records: builder.records, metadataWritten: builder.metadataWritten }, builder.infos);
+    else horizon.show(next.nextPosition, builder.infos);
     Object.assign(this.deps.checkpoint, next);
-    if (!held) this.deps.visible.nextPosition = next.nextPosition;
     if (builder.metadataWritten.size > 0) this.deps.onMetadataChanged(builder.metadataWritten);
-  }
-
-  /** The held batches ending at or before `position` become visible (in order); returns them. */
-  private releaseThrough(position: number): HeldBatch[] {
-    const released: HeldBatch[] = [];
-    while (this.held.length > 0 && this.held[0].end <= position) {
-      const batch = this.held.shift()!;
-      this.deps.streams.release(batch.end);
-      this.deps.visible.nextPosition = Math.max(this.deps.visible.nextPosition, batch.end);
-      // Metadata read while the batch was held was the committed one: read it again.
-      if (batch.metadataWritten.size > 0) this.deps.onMetadataChanged(batch.metadataWritten);
-      released.push(batch);
-    }
-    return released;
   }
 
   private planAppend(b: BatchBuilder, streamId: string, expected: ExpectedVersion, events: ProposedEvent[],
