@@ -87,31 +87,49 @@ export function Json({ value, label }: { value: unknown; label?: string }) {
   return <pre class="json" role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
 }
 
+/**
+ * An action a form or a button starts: `busy` while it runs, its failure in `error` and what it
+ * reports when done in `done`, both cleared when the next one starts. With `rethrow` a failure
+ * goes to the caller instead (a dialog shows it).
+ */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const [done, setDone] = useState<string>();
+  const run = async (action: () => Promise<string | void>, rethrow = false): Promise<void> => {
+    setBusy(true);
+    setError(undefined);
+    setDone(undefined);
+    try {
+      const said = await action();
+      if (typeof said === 'string') setDone(said);
+    } catch (err) {
+      if (rethrow) throw err;
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, done, run, setError, setDone };
+}
+
 /** A button that asks first: its dialog names the action and needs a second click. */
 export function ConfirmButton({ label, question, confirmLabel, onConfirm, danger, disabled }: {
   label: string; question: string; confirmLabel?: string; onConfirm: () => void | Promise<void>; danger?: boolean; disabled?: boolean;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const action = useAction();
   return (
     <>
-      <button type="button" class={danger ? 'danger' : undefined} disabled={disabled} onClick={() => { setError(undefined); dialog.current?.showModal(); }}>{label}</button>
+      <button type="button" class={danger ? 'danger' : undefined} disabled={disabled} onClick={() => { action.setError(undefined); dialog.current?.showModal(); }}>{label}</button>
       <dialog ref={dialog} aria-label={label}>
         <p>{question}</p>
-        <ErrorBox error={error} />
+        <ErrorBox error={action.error} />
         <div class="row">
-          <button type="button" class={danger ? 'danger' : undefined} disabled={busy} onClick={async () => {
-            setBusy(true);
-            try {
-              await onConfirm();
-              dialog.current?.close();
-            } catch (err) {
-              setError(err);
-            } finally {
-              setBusy(false);
-            }
-          }}>{confirmLabel ?? label}</button>
+          <button type="button" class={danger ? 'danger' : undefined} disabled={action.busy} onClick={() => action.run(async () => {
+            await onConfirm();
+            dialog.current?.close();
+          })}>{confirmLabel ?? label}</button>
           <button type="button" onClick={() => dialog.current?.close()}>Cancel</button>
         </div>
       </dialog>

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, getJson, request } from '../../api';
-import { Field, Notice, useInterval } from '../../components';
+import { Field, Notice, useAction, useInterval } from '../../components';
 import { formatDuration, Failure, nodeMessage, timeSpanSeconds } from './shared';
 
 // Auto-scavenge: whether the node runs it (a node without a license entitled to it answers 503),
@@ -41,9 +41,7 @@ export function AutoScavengeSection({ live }: { live: boolean }) {
   const [error, setError] = useState<unknown>();
   const [schedule, setSchedule] = useState('');
   const [scheduleTouched, setScheduleTouched] = useState(false);
-  const [actionError, setActionError] = useState<unknown>();
-  const [done, setDone] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error: actionError, done, run } = useAction();
   const polling = useRef(false);
 
   const refresh = async () => {
@@ -65,19 +63,11 @@ export function AutoScavengeSection({ live }: { live: boolean }) {
   const nodeSchedule = loaded?.kind === 'enabled' ? loaded.status.schedule ?? '' : '';
   useEffect(() => { if (!scheduleTouched) setSchedule(nodeSchedule); }, [nodeSchedule, scheduleTouched]);
 
-  const act = async (what: () => Promise<string>) => {
-    setBusy(true);
-    setActionError(undefined);
-    setDone(undefined);
-    try {
-      setDone(await what());
-      await refresh();
-    } catch (err) {
-      setActionError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const act = (what: () => Promise<string>) => run(async () => {
+    const said = await what();
+    await refresh();
+    return said;
+  });
 
   const configure = (e: Event) => {
     e.preventDefault();

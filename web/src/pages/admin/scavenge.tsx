@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson, request, seg } from '../../api';
-import { Field, formatBytes, formatNumber, Notice, useInterval, usePoll } from '../../components';
+import { Field, formatBytes, formatNumber, Notice, useAction, useInterval, usePoll } from '../../components';
 import { href } from '../../router';
 import { Duration, Failure, readBackward, When, type FeedEvent } from './shared';
 
@@ -109,15 +109,10 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
   const [throttle, setThrottle] = useState('100');
   const [startFromChunk, setStartFromChunk] = useState('0');
   const [syncOnly, setSyncOnly] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
-  const [started, setStarted] = useState<string>();
+  const { busy, error, done, run } = useAction();
 
-  const submit = async (e: Event) => {
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    setStarted(undefined);
     const query = new URLSearchParams();
     const put = (name: string, value: string) => { if (value.trim() !== '') query.set(name, value.trim()); };
     put('threads', threads);
@@ -125,15 +120,11 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
     put('throttlePercent', throttle);
     put('startFromChunk', startFromChunk);
     query.set('syncOnly', String(syncOnly));
-    try {
+    void run(async () => {
       const { scavengeId } = (await request(`/admin/scavenge?${query}`, { method: 'POST' })).json<{ scavengeId: string }>();
-      setStarted(scavengeId);
       onStarted(scavengeId);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+      return `Scavenge ${scavengeId} started.`;
+    });
   };
 
   // noValidate: the node is the judge of the values, and its answer is shown here.
@@ -162,29 +153,20 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
         <button type="submit" disabled={busy}>Start scavenge</button>
       </div>
       <Failure error={error} />
-      {started ? <Notice>Scavenge {started} started.</Notice> : null}
+      {done ? <Notice>{done}</Notice> : null}
     </form>
   );
 }
 
 function RunningScavenge({ current, events, onStopped }: { current: Current; events: FeedEvent[]; onStopped: () => void }) {
-  const [stopping, setStopping] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy: stopping, error, run, setError } = useAction();
   const p = current.progress;
   const id = current.scavengeId;
   useEffect(() => { setError(undefined); }, [id]);
-  const stop = async () => {
-    setStopping(true);
-    setError(undefined);
-    try {
-      await request(`/admin/scavenge/${seg(id)}`, { method: 'DELETE', accept: 'text/plain' });
-      onStopped();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setStopping(false);
-    }
-  };
+  const stop = () => run(async () => {
+    await request(`/admin/scavenge/${seg(id)}`, { method: 'DELETE', accept: 'text/plain' });
+    onStopped();
+  });
   const counted = p && p.chunksTotal > 0 && (p.phase === 'Accumulation' || p.phase === 'ChunkExecution');
   return (
     <div aria-label="Running scavenge" role="region">

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { isOps, request, type Session } from '../../api';
-import { ErrorBox, Field } from '../../components';
+import { ErrorBox, Field, useAction } from '../../components';
 import { href, navigate } from '../../router';
 import { QueryEditor } from './editor';
 import { detailRoute, MODES, syntaxErrorOf } from './model';
@@ -30,14 +30,11 @@ export function CreateProjection({ session }: { session: Session }) {
   const [track, setTrack] = useState(false);
   const [checkpoints, setCheckpoints] = useState(false);
   const [enabled, setEnabled] = useState(true);
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const syntax = syntaxErrorOf(error);
 
-  const submit = async (e: Event) => {
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
     const params = new URLSearchParams();
     if (name.trim()) params.set('name', name.trim());
     params.set('enabled', enabled ? 'yes' : 'no');
@@ -46,15 +43,11 @@ export function CreateProjection({ session }: { session: Session }) {
       if (emit) params.set('trackemittedstreams', track ? 'yes' : 'no');
     }
     if (mode === 'onetime') params.set('checkpoints', checkpoints ? 'yes' : 'no');
-    try {
+    void run(async () => {
       const answer = await request(`/projections/${mode}?${params}`, { method: 'POST', body: query, contentType: 'application/javascript' });
       const created = answer.json<{ name: string }>()?.name ?? name.trim();
       navigate(...detailRoute(created));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

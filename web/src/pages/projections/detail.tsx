@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { isOps, request, type Session } from '../../api';
-import { ConfirmButton, ErrorBox, Json, Notice, formatBytes, formatNumber, useInterval } from '../../components';
+import { ConfirmButton, ErrorBox, Json, Notice, formatBytes, formatNumber, useAction, useInterval } from '../../components';
 import { href, navigate } from '../../router';
 import { QueryEditor } from './editor';
 import { StatusBadge, REFRESH_MS } from './list';
@@ -144,29 +144,17 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
 function Commands({ name, stats, allowed, config, onDone }: {
   name: string; stats: ProjectionStats; allowed: boolean; config?: QueryConfig; onDone: () => void;
 }) {
-  const [error, setError] = useState<unknown>();
-  const [done, setDone] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, done, run } = useAction();
   const [deleteCheckpoints, setDeleteCheckpoints] = useState(false);
   const [deleteEmitted, setDeleteEmitted] = useState(false);
   const running = isRunning(stats.status);
 
-  const command = async (which: 'enable' | 'disable' | 'reset' | 'abort', past: string, confirmed = false) => {
-    setBusy(true);
-    setError(undefined);
-    setDone(undefined);
-    try {
-      await request(`${projectionPath(name)}/command/${which}`, { method: 'POST', body: '', contentType: 'application/json' });
-      setDone(`${past}.`);
-      onDone();
-    } catch (err) {
-      // A confirmed command shows its refusal in its dialog; the others next to the buttons.
-      if (confirmed) throw err;
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+  // A confirmed command shows its refusal in its dialog; the others next to the buttons.
+  const command = (which: 'enable' | 'disable' | 'reset' | 'abort', past: string, confirmed = false) => run(async () => {
+    await request(`${projectionPath(name)}/command/${which}`, { method: 'POST', body: '', contentType: 'application/json' });
+    onDone();
+    return `${past}.`;
+  }, confirmed);
 
   if (!allowed) {
     return <p class="muted">Only operators and admins may change this projection.</p>;
@@ -266,9 +254,7 @@ function StateAndResult({ name, tick, partitioned, partitions }: { name: string;
 function QuerySection({ name, mode, config, allowed, onSaved }: { name: string; mode: string; config?: QueryConfig; allowed: boolean; onSaved: () => void }) {
   const [text, setText] = useState<string>();
   const [emit, setEmit] = useState(false);
-  const [error, setError] = useState<unknown>();
-  const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, done, run, setError, setDone } = useAction();
   // The stored query fills the editor once; later reloads of the config leave the user's text alone.
   // (Index.tsx keys the detail view by name, so another projection gets a fresh editor.)
   useEffect(() => {
@@ -280,25 +266,20 @@ function QuerySection({ name, mode, config, allowed, onSaved }: { name: string; 
   return (
     <>
       <h2 id="query-title">Query</h2>
-      <form aria-labelledby="query-title" onSubmit={async (e) => {
+      <form aria-labelledby="query-title" onSubmit={(e) => {
         e.preventDefault();
-        setBusy(true); setError(undefined); setSaved(false);
-        try {
+        void run(async () => {
           await request(`${projectionPath(name)}/query?emit=${emit ? 'yes' : 'no'}`, { method: 'PUT', body: text, contentType: 'application/javascript' });
-          setSaved(true);
           onSaved();
-        } catch (err) {
-          setError(err);
-        } finally {
-          setBusy(false);
-        }
+          return 'Query saved; the projection restarts from its last checkpoint with it.';
+        });
       }}>
-        <QueryEditor id="edit-query" label="Query source" value={text} onInput={(t) => { setText(t); setSaved(false); }} error={syntax} />
+        <QueryEditor id="edit-query" label="Query source" value={text} onInput={(t) => { setText(t); setDone(undefined); }} error={syntax} />
         {mode !== 'Transient' ? (
           <label class="inline"><input type="checkbox" checked={emit} disabled={!allowed} onChange={(e) => setEmit(e.currentTarget.checked)} /> Allow emitting events</label>
         ) : null}
         {!syntax ? <ErrorBox error={error} /> : null}
-        {saved ? <Notice>Query saved; the projection restarts from its last checkpoint with it.</Notice> : null}
+        {done ? <Notice>{done}</Notice> : null}
         {allowed ? (
           <div class="row">
             <button type="submit" disabled={busy || !changed}>Save query</button>

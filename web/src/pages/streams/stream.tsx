@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure } from '../../api';
-import { ConfirmButton, ErrorBox, Field, Json, Notice, useAsync } from '../../components';
+import { ConfirmButton, ErrorBox, Field, Json, Notice, useAction, useAsync } from '../../components';
 import { href, navigate } from '../../router';
 import { call, ATOM, EVENTS, eventNumberOf, pagePath, SOFT_DELETED_TB, streamPath, type Feed } from './client';
 import { EventsTable, Pager } from './parts';
@@ -80,38 +80,25 @@ function AppendForm({ stream, onAppended }: { stream: string; onAppended: () => 
   const [dataIsJson, setDataIsJson] = useState(true);
   const [metadata, setMetadata] = useState('');
   const [expected, setExpected] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
-  const [done, setDone] = useState<string>();
+  const { busy, error, done, run } = useAction();
 
-  const submit = async (e: Event) => {
+  const submit = (e: Event) => {
     e.preventDefault();
-    setError(undefined);
-    setDone(undefined);
-    const event: Record<string, unknown> = { eventId: crypto.randomUUID(), eventType: type.trim() };
-    try {
+    void run(async () => {
+      // Checked here first: a form the node would refuse is not sent.
+      const event: Record<string, unknown> = { eventId: crypto.randomUUID(), eventType: type.trim() };
       event.data = dataIsJson ? parseJson(data, 'Data') : data;
       if (metadata.trim()) event.metadata = parseJson(metadata, 'Metadata');
       if (expected.trim() && !/^-?\d+$/.test(expected.trim())) throw new Error('Expected version must be a whole number (-1: the stream must not exist, -2: any, -4: must exist).');
-    } catch (err) {
-      setError(err);
-      return;
-    }
-    setBusy(true);
-    try {
       const res = await call(streamPath(stream), {
         method: 'POST', contentType: EVENTS, body: [event],
         headers: expected.trim() ? { 'SVC-ExpectedVersion': expected.trim() } : {},
       });
       const n = eventNumberOf(res.headers.get('Location'));
-      setDone(n === undefined ? `Appended a ${type.trim()} event.` : `Appended event ${n} (${type.trim()}).`);
       setExpected('');
       onAppended();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+      return n === undefined ? `Appended a ${type.trim()} event.` : `Appended event ${n} (${type.trim()}).`;
+    });
   };
 
   return (
@@ -153,30 +140,21 @@ function parseJson(text: string, what: string): unknown {
 
 function MetadataEditor({ stream, meta, onSaved }: { stream: string; meta: Metadata | undefined; onSaved: () => void }) {
   const [editing, setEditing] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
-  const [done, setDone] = useState<string>();
+  const { busy, error, done, run, setError, setDone } = useAction();
   const current = meta?.status === 'ok' ? meta.text : meta?.status === 'none' ? '{}' : undefined;
 
-  const save = async (e: Event) => {
+  const save = (e: Event) => {
     e.preventDefault();
     if (editing === undefined) return;
-    setBusy(true);
-    setError(undefined);
-    setDone(undefined);
-    try {
+    void run(async () => {
       // The text goes as it is: the node judges it (and answers 400 for what is not a metadata object).
       const res = await call(`${streamPath(stream)}/metadata`, {
         method: 'POST', contentType: EVENTS, body: [{ eventId: crypto.randomUUID(), eventType: '$metadata', data: editing }],
       });
-      setDone(`Metadata saved (event ${eventNumberOf(res.headers.get('Location')) ?? '?'} of $$${stream}).`);
       setEditing(undefined);
       onSaved();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+      return `Metadata saved (event ${eventNumberOf(res.headers.get('Location')) ?? '?'} of $$${stream}).`;
+    });
   };
 
   return (

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { getJson, isOps, request, seg, type Session } from '../../api';
-import { ConfirmButton, ErrorBox, Field, Notice, formatNumber, useAsync, useInterval } from '../../components';
+import { ConfirmButton, ErrorBox, Field, Notice, formatNumber, useAction, useAsync, useInterval } from '../../components';
 import { href, navigate } from '../../router';
 import type { ViewProps } from '../../view';
 import { Failure } from './failure';
@@ -69,21 +69,14 @@ function CreateForm({ stream, onCreated }: { stream?: string; onCreated: (stream
   const [target, setTarget] = useState(stream ?? '');
   const [group, setGroup] = useState('');
   const [settings, setSettings] = useState<Settings>(DEFAULTS);
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   return (
-    <form aria-label="New subscription" class="sub-form" onSubmit={async (e) => {
+    <form aria-label="New subscription" class="sub-form" onSubmit={(e) => {
       e.preventDefault();
-      setBusy(true);
-      setError(undefined);
-      try {
+      void run(async () => {
         await request(groupPath(target, group), { method: 'PUT', body: toBody(settings) });
         onCreated(target, group);
-      } catch (err) {
-        setError(err);
-      } finally {
-        setBusy(false);
-      }
+      });
     }}>
       <h2>New subscription</h2>
       <div class="row">
@@ -175,31 +168,22 @@ function Figure({ name, label, value }: { name: string; label: string; value: st
 
 function Replay({ stream, group, onReplayed }: { stream: string; group: string; onReplayed: () => void }) {
   const [stopAt, setStopAt] = useState('');
-  const [error, setError] = useState<unknown>();
-  const [done, setDone] = useState(false);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, done, run } = useAction();
   return (
-    <form aria-label="Replay parked messages" class="row" onSubmit={async (e) => {
+    <form aria-label="Replay parked messages" class="row" onSubmit={(e) => {
       e.preventDefault();
-      setBusy(true);
-      setError(undefined);
-      setDone(false);
-      try {
+      void run(async () => {
         const q = stopAt.trim() === '' ? '' : `?stopAt=${encodeURIComponent(stopAt.trim())}`;
         await request(`${groupPath(stream, group)}/replayParked${q}`, { method: 'POST' });
-        setDone(true);
         onReplayed();
-      } catch (err) {
-        setError(err);
-      } finally {
-        setBusy(false);
-      }
+        return 'Replay started: the parked messages go back to the group ahead of new events.';
+      });
     }}>
       <Field label="Stop before parked event number" hint="Optional: empty replays them all">
         <input name="stopAt" inputMode="numeric" value={stopAt} onInput={(e) => setStopAt(e.currentTarget.value)} />
       </Field>
       <button type="submit" disabled={busy}>Replay parked messages</button>
-      {done ? <Notice>Replay started: the parked messages go back to the group ahead of new events.</Notice> : null}
+      {done ? <Notice>{done}</Notice> : null}
       <Failure error={error} />
     </form>
   );
@@ -208,30 +192,21 @@ function Replay({ stream, group, onReplayed }: { stream: string; group: string; 
 function EditForm({ stream, group, config, onSaved }: { stream: string; group: string; config: any; onSaved: () => void }) {
   // Seeded once from the group's config; the live refresh of /info does not overwrite what is being typed.
   const [settings, setSettings] = useState<Settings>(() => fromConfig(config));
-  const [error, setError] = useState<unknown>();
-  const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, done, run, setDone } = useAction();
   return (
-    <form aria-label="Update subscription" class="sub-form" onSubmit={async (e) => {
+    <form aria-label="Update subscription" class="sub-form" onSubmit={(e) => {
       e.preventDefault();
-      setBusy(true);
-      setError(undefined);
-      setSaved(false);
-      try {
+      void run(async () => {
         await request(groupPath(stream, group), { method: 'POST', body: toBody(settings) });
-        setSaved(true);
         onSaved();
-      } catch (err) {
-        setError(err);
-      } finally {
-        setBusy(false);
-      }
+        return 'Settings saved.';
+      });
     }}>
       <h2>Settings</h2>
       <p class="muted">Updating restarts the group from its last checkpoint: messages in flight are delivered again.</p>
-      <SettingsFields id="edit-sub" value={settings} onChange={(s) => { setSettings(s); setSaved(false); }} />
+      <SettingsFields id="edit-sub" value={settings} onChange={(s) => { setSettings(s); setDone(undefined); }} />
       <Failure error={error} />
-      {saved ? <Notice>Settings saved.</Notice> : null}
+      {done ? <Notice>{done}</Notice> : null}
       <div class="row">
         <button type="submit" disabled={busy}>Save settings</button>
         <button type="button" class="secondary" onClick={() => setSettings(fromConfig(config))}>Undo changes</button>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, getJson, isAdmin, logOut, request, seg, type Session } from '../../api';
-import { ConfirmButton, ErrorBox, Field, Notice, errorText, useAsync } from '../../components';
+import { ConfirmButton, ErrorBox, Field, Notice, errorText, useAction, useAsync } from '../../components';
 import { href, navigate } from '../../router';
 import type { ViewProps } from '../../view';
 import './users.css';
@@ -42,26 +42,6 @@ function failureText(error: unknown): string {
 function Failure({ error }: { error: unknown }) {
   if (!error) return null;
   return <p class="error" role="alert">{failureText(error)}</p>;
-}
-
-/** Runs a form's action with busy, error and done state. */
-function useAction() {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
-  const [done, setDone] = useState<string>();
-  const run = async (action: () => Promise<string | undefined>) => {
-    setBusy(true);
-    setError(undefined);
-    setDone(undefined);
-    try {
-      setDone(await action());
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return { busy, error, done, run, setDone };
 }
 
 export default function Users({ path, session }: ViewProps) {
