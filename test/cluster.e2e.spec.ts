@@ -78,6 +78,12 @@ describe('a three-node cluster', () => {
       const events = await readAll(m.url, stream, 3);
       expect(events.map((e) => e.eventNumber), m.name).toEqual([0, 1, 2]);
     }
+    // Each node counts the records it committed, a follower its copies (the console's events/s).
+    for (const m of cluster.members) {
+      const stats = (await (await fetch(`${m.url}/stats`, { headers: { authorization: ADMIN, accept: 'application/json' } })).json()) as
+        { svc: { writer: { recordsWritten: number } } };
+      expect(stats.svc.writer.recordsWritten, m.name).toBeGreaterThanOrEqual(3);
+    }
   });
 
   it('answers 307 with the leader\'s location on a follower when the client requires the leader', async () => {

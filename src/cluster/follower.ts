@@ -128,11 +128,10 @@ export class FollowerReplication {
   async append(stream: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<Pick<AppendResult, 'firstEventNumber' | 'position'>> {
     if (this.stopped || !this.socket) throw new NotLeaderError('not connected to the leader');
     const id = this.nextWrite++;
-    const wire = expected.kind === 'any' ? -2 : expected.kind === 'noStream' ? -1 : expected.kind === 'streamExists' ? -4 : expected.version;
     const written = await new Promise<Written>((resolve, reject) => {
       this.writes.set(id, { resolve, reject });
       this.socket!.write(jsonFrame(FRAME.WRITE, {
-        id, stream, expected: wire,
+        id, stream, expected: ExpectedVersion.toNumber(expected),
         events: events.map((e) => ({
           eventId: e.eventId.toString('base64'), eventType: e.eventType, isJson: e.isJson,
           data: e.data.toString('base64'), metadata: e.metadata.toString('base64'),

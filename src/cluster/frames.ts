@@ -93,7 +93,6 @@ export function positionFrame(type: typeof FRAME.ACK | typeof FRAME.COMMIT, posi
   return encodeFrame(type, payload);
 }
 
-
 /** RECORDS: u32 count, then per record f64 position, u32 length, bytes. */
 export function recordsFrame(batch: ShippedBatch): Buffer {
   let size = 5 + 4;

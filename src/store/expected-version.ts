@@ -19,4 +19,9 @@ export const ExpectedVersion = {
     if (n === -4) return ExpectedVersion.streamExists;
     return n >= 0 ? ExpectedVersion.exact(n) : undefined;
   },
+
+  /** The wire form of an expected version (fromNumber's inverse). */
+  toNumber(e: ExpectedVersion): number {
+    return e.kind === 'any' ? -2 : e.kind === 'noStream' ? -1 : e.kind === 'streamExists' ? -4 : e.version;
+  },
 };

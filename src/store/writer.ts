@@ -601,6 +601,7 @@ export class Writer {
     // Durable here (the leader hears so), seen once the leader's commit position passes it.
     const held = this.deps.boundedReads;
     this.applyCommit(builder, next, held);
+    this.stats.recordsWritten += builder.records.length;
     this.stats.flushed(taken.length, performance.now() - started, this.queue.length);
     for (const op of taken) op.resolve();
     if (!held) this.deps.bus.publish({ records: builder.records, nextPosition: next.nextPosition });

@@ -3,6 +3,7 @@ import { getJson, request, seg } from '../../api';
 import { Field, formatBytes, formatNumber, Notice, useAction, useInterval, usePoll } from '../../components';
 import { href } from '../../router';
 import { Duration, Failure, readBackward, When, type FeedEvent } from './shared';
+import type { ScavengeProgress } from '../../../../src/scavenge/types';
 
 // Scavenging: the form that starts one (the node checks the parameters and answers 400 with its
 // reason), the running one's progress (GET /admin/scavenge/current and its history stream
@@ -13,21 +14,11 @@ const REFRESH_MS = 1000;
 /** How many history events ($scavenges) are read: two per scavenge. */
 const HISTORY_EVENTS = 100;
 
-interface Progress {
-  phase: string;
-  scavengePoint: number;
-  chunksDone: number;
-  chunksTotal: number;
-  streamsCalculated?: number;
-  eventsExamined: number;
-  eventsRemoved: number;
-  spaceSaved: number;
-}
-
+/** GET /admin/scavenge/current (the node's own types: src/scavenge/types.ts). */
 interface Current {
   scavengeId: string;
   scavengeLink: string;
-  progress?: Progress;
+  progress?: ScavengeProgress;
 }
 
 export interface HistoryRow {

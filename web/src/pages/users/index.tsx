@@ -87,7 +87,6 @@ function CreateUser({ onCreated }: { onCreated: (login: string) => void }) {
       void action.run(async () => {
         await request('/users/', { method: 'POST', body: { loginName, fullName, password, groups: parseGroups(groups) } });
         onCreated(loginName);
-        return undefined;
       });
     }}>
       <h2>New user</h2>
