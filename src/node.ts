@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server as HttpsServer } from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
@@ -8,6 +6,9 @@ import { SCAVENGE_STATE_DIR, Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
 import { buildApp, markDraining, routesOf, type Route } from './api/app.js';
+import { createGrpcDoor, createListener, type GrpcServer } from './api/grpc/index.js';
+import type { Listener } from './api/listener.js';
+import { createVerbs } from './verbs/index.js';
 import type { NodeControl, ReloadOutcome } from './api/context.js';
 import { childLogger, createLogger, setLogLevel } from './logger.js';
 import { StatsCollector } from './stats/collector.js';
@@ -135,6 +136,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     }, childLogger(log, 'auto-scavenge'));
   const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
   let app: FastifyInstance | undefined;
+  let grpc: GrpcServer | undefined;
+  let listener: Listener | undefined;
   let closing: Promise<void> | undefined;
   /** A cluster follower's own interrupted scavenges (Scavenger.recordInterrupted). */
   let interruptedRecorded: 'no' | 'recording' | 'yes' = 'no';
@@ -149,7 +152,11 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         // connection open past the grace period is cut off rather than holding the shutdown.
         const server = app.server;
         const force = setTimeout(() => server.closeAllConnections(), 5000).unref();
+        grpc?.close();
+        const stopped = listener?.close();
+        server.closeIdleConnections();
         await app.close();
+        await stopped;
         clearTimeout(force);
       }
       stats.stop();
@@ -182,7 +189,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       // Everything validated: apply.
       setLogLevel(log, next.config.logLevel);
       if (loaded && certificates) {
-        (app!.server as HttpsServer).setSecureContext({ cert: loaded.cert, key: loaded.key, ...(loaded.ca.length ? { ca: loaded.ca } : {}) });
+        listener!.setSecureContext({ cert: loaded.cert, key: loaded.key, ...(loaded.ca.length ? { ca: loaded.ca } : {}) });
         log.info({ subject: loaded.subject, oldThumbprint: certificates.thumbprint, newThumbprint: loaded.thumbprint, validTo: loaded.validTo },
           'certificate reloaded');
         certificates = loaded;
@@ -230,11 +237,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await users.start(clustered ? undefined : defaultUsers);
     if (!clustered) await lead();
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
-    const https = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator },
-      { https, cluster: cluster?.routing() });
-    stats.watch(app.server);
-    await app.listen({ host: config.httpIp, port: config.httpPort });
+    const verbs = createVerbs(store, access);
+    const tls = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
+    app = buildApp({ store, users, access, verbs, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator },
+      { cluster: cluster?.routing() });
+    grpc = createGrpcDoor({ verbs, users, config, log: childLogger(log, 'grpc'), cluster: cluster?.routing() });
+    await app.ready();
+    // One port: HTTP/1.1 for the HTTP API, HTTP/2 for gRPC (api/listener.ts).
+    listener = createListener(app.server, grpc.http2, tls);
+    stats.watch(listener.server);
+    port = await listener.listen(config.httpIp, config.httpPort);
   } catch (err) {
     stats.stop();
     await cluster?.stop();
@@ -242,11 +254,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     await scavenger.close();
     await subscriptions.stop();
     await projections.stop();
+    grpc?.close();
+    await listener?.close();
     await app?.close();
     await store.close();
     throw err;
   }
-  port = (app.server.address() as AddressInfo).port;
   const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
   const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
   if (cluster) {

@@ -1,12 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ResolvedEvent } from '../store/index.js';
+import { originalOf } from '../store/index.js';
 import { booleanHeader } from './headers.js';
 import { FEED_TYPES, MEDIA, negotiate } from './media.js';
 import { EMPTY_UPDATED, formatUpdated, link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { applyCaching, type Cacheability } from './caching.js';
 import { baseUrl, formatAllPosition, parseAllPosition, streamUrl } from './urls.js';
-import type { ApiContext } from './context.js';
-import { requireAccess, requireAuthenticated } from './guards.js';
+import { principalOf, type ApiContext } from './context.js';
 import { longPollMs, readWithLongPoll } from './long-poll.js';
 import { ALL_STREAM } from '../auth/access.js';
 
@@ -18,22 +17,18 @@ export interface AllRequest { position: string; count: number; direction: 'backw
 const ZEROS = formatAllPosition(0);
 
 export async function readAll(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: AllRequest) {
-  await requireAuthenticated(req);
-  requireAccess(ctx, req, 'r', ALL_STREAM);
   let mediaType = negotiate(req, FEED_TYPES);
   if (mediaType === MEDIA.streamDescK || mediaType === MEDIA.streamDescL) mediaType = MEDIA.json;
   const head = r.position === 'head';
   const position = head ? ctx.store.headPosition : parseAllPosition(r.position)!; // the route's schema checked it
   const resolveLinks = booleanHeader(req, 'ResolveLinkTos', false);
 
-  const read = () => r.direction === 'backward'
-    ? ctx.store.readAllBackward(position, r.count)
-    : ctx.store.readAllForward(position, r.count);
+  const read = () => ctx.verbs.streams.readAll(principalOf(req), position, r.count, r.direction, resolveLinks);
   const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
-    (p) => p.records.length === 0, () => true);
+    (p) => p.events.length === 0, () => true);
 
   const headPosition = ctx.store.headPosition;
-  const immutable = r.direction === 'backward' ? !head : page.records.length === r.count;
+  const immutable = r.direction === 'backward' ? !head : page.events.length === r.count;
   const cache: Cacheability = immutable ? { immutable: true } : { immutable: false, version: headPosition };
   if (applyCaching(req, reply, mediaType, cache, ctx.config.disableHttpCaching)) return reply;
 
@@ -41,17 +36,18 @@ export async function readAll(ctx: ApiContext, req: FastifyRequest, reply: Fasti
   const url = streamUrl(base, ALL_STREAM);
   const c = r.count;
   const links: Link[] = [link(url, 'self'), link(`${url}/head/backward/${c}`, 'first')];
-  const records = r.direction === 'backward' ? page.records : [...page.records].reverse();
+  // Entries are newest first on every page.
+  const entries = r.direction === 'backward' ? page.events : [...page.events].reverse();
+  const records = entries.map(originalOf);
   if (r.direction === 'backward') {
     if (!page.isEnd) links.push(link(`${url}/${ZEROS}/forward/${c}`, 'last'), link(`${url}/${formatAllPosition(page.nextPosition)}/backward/${c}`, 'next'));
     const newest = records[0];
     links.push(link(`${url}/${formatAllPosition(newest ? newest.position + newest.size : position)}/forward/${c}`, 'previous'));
   } else {
     if (position > 0) links.push(link(`${url}/${ZEROS}/forward/${c}`, 'last'), link(`${url}/${formatAllPosition(position)}/backward/${c}`, 'next'));
-    if (!(page.records.length === 0 && page.isEnd)) links.push(link(`${url}/${formatAllPosition(page.nextPosition)}/forward/${c}`, 'previous'));
+    if (!(page.events.length === 0 && page.isEnd)) links.push(link(`${url}/${formatAllPosition(page.nextPosition)}/forward/${c}`, 'previous'));
   }
   links.push(link(`${url}/metadata`, 'metadata'));
-  const entries: ResolvedEvent[] = records.map((rec) => (resolveLinks && rec.eventType === '$>' ? ctx.store.resolveLink(rec) : { event: rec }));
   const feed: FeedModel = {
     title: 'All events', id: url, updated: records[0] ? formatUpdated(records[0].created) : EMPTY_UPDATED,
     streamId: null, headOfStream: false, selfUrl: null, eTag: null, links, entries,

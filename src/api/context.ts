@@ -11,6 +11,7 @@ import type { Scavenger } from '../scavenge/scavenger.js';
 import type { BackupService } from '../backup/service.js';
 import type { AutoScavengeCoordinator } from '../autoscavenge/index.js';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
+import type { Verbs } from '../verbs/index.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).
 
@@ -38,6 +39,8 @@ export interface ApiContext {
   store: Store;
   users: UserStore;
   access: AccessControl;
+  /** What clients do, the same for every door (src/verbs). */
+  verbs: Verbs;
   config: Config;
   log: Logger;
   node: NodeControl;

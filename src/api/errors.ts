@@ -9,6 +9,7 @@ import { SettingsError } from '../subscriptions/settings.js';
 import { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/types.js';
 import { BackupAlreadyRunningError, BackupTargetError, ScavengeRunningError } from '../backup/service.js';
 import { BackupStoppedError } from '../store/index.js';
+import { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -103,6 +104,8 @@ function domain<E extends Error>(type: new (...args: never[]) => E, answer: (err
 const PROJECTION_ERRORS = { NotFound: 'NOT_FOUND', Conflict: 'CONFLICT', BadRequest: 'BAD_REQUEST' } as const;
 
 const DOMAIN_ERRORS: readonly DomainError[] = [
+  domain(AccessDeniedError, () => new ApiError('ACCESS_DENIED')),
+  domain(InvalidFilterError, (e) => new ApiError('BAD_REQUEST', e.message)),
   domain(WrongExpectedVersionError, (e) => new ApiError('WRONG_EXPECTED_VERSION', undefined, inEverySpelling('CurrentVersion', String(e.currentVersion)))),
   domain(StreamDeletedError, () => new ApiError('STREAM_DELETED')),
   // The store's write door: too large is 413 as at the HTTP door, any other rule 400.

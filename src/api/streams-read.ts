@@ -12,8 +12,7 @@ import {
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
 import { baseUrl, streamUrl } from './urls.js';
-import type { ApiContext } from './context.js';
-import { requireAccess } from './guards.js';
+import { principalOf, type ApiContext } from './context.js';
 import { longPollMs, readWithLongPoll } from './long-poll.js';
 import { ALL_STREAM } from '../auth/access.js';
 import { readAll } from './all.js';
@@ -104,11 +103,9 @@ function cacheabilityOf(r: PageRequest, page: Extract<StreamPage, { status: 'ok'
 }
 
 async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: PageRequest, mediaType: string) {
-  requireAccess(ctx, req, 'r', r.streamId);
+  const who = principalOf(req);
   const resolveLinks = booleanHeader(req, 'ResolveLinkTos', true);
-  const read = () => r.direction === 'backward'
-    ? ctx.store.readStreamBackward(r.streamId, r.head ? -1 : r.from, r.count, resolveLinks)
-    : ctx.store.readStreamForward(r.streamId, r.from, r.count, resolveLinks);
+  const read = () => ctx.verbs.streams.readStream(who, r.streamId, r.direction === 'backward' && r.head ? -1 : r.from, r.count, r.direction, resolveLinks);
   const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
     (p) => p.status === 'noStream' || (p.status === 'ok' && p.events.length === 0),
     (rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId));
@@ -166,10 +163,10 @@ function sendEvent(reply: FastifyReply, req: FastifyRequest, base: string, media
 
 async function readSingle(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string, which: string) {
   const mediaType = negotiate(req, EVENT_TYPES);
-  requireAccess(ctx, req, 'r', streamId);
+  const who = principalOf(req);
   const head = which === 'head';
   const eventNumber = head ? -1 : Number(which);
-  const found = ctx.store.readEvent(streamId, eventNumber, booleanHeader(req, 'ResolveLinkTos', true));
+  const found = ctx.verbs.streams.readEvent(who, streamId, eventNumber, booleanHeader(req, 'ResolveLinkTos', true));
   if (found.status === 'deleted') throw new ApiError('DELETED');
   if (found.status !== 'ok' || !found.event.event) throw new ApiError('NOT_FOUND');
   const cache: Cacheability = head
@@ -182,8 +179,7 @@ async function readSingle(ctx: ApiContext, req: FastifyRequest, reply: FastifyRe
 async function readMetadata(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string, which?: string) {
   const mediaType = negotiate(req, EVENT_TYPES);
   const meta = metastreamOf(streamId);
-  requireAccess(ctx, req, 'r', meta);
-  const found = ctx.store.readEvent(meta, which === undefined || which === 'head' ? -1 : Number(which), false);
+  const found = ctx.verbs.streams.readEvent(principalOf(req), meta, which === undefined || which === 'head' ? -1 : Number(which), false);
   if (found.status === 'deleted') throw new ApiError('DELETED');
   if (found.status === 'ok' && found.event.event) {
     applyCaching(req, reply, mediaType, { immutable: false, version: found.event.event.eventNumber }, true);

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  ExpectedVersion, isMetastream, METADATA_EVENT_TYPE, metadataProblem, metastreamOf, newUuid, parseUuid, formatUuid,
+  ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, parseUuid, formatUuid,
   type ProposedEvent,
 } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
@@ -10,8 +10,7 @@ import { ARRAY_TYPES, EVENTS_BODY, INCOMING_TYPES, SINGLE_TYPES, eventsOf, singl
 import { decodeJsonBody } from './json-body.js';
 import { formatted, metadataOwner, STREAM_NAME } from './schemas.js';
 import { baseUrl, eventUrl } from './urls.js';
-import type { ApiContext } from './context.js';
-import { requireAccess } from './guards.js';
+import { principalOf, type ApiContext } from './context.js';
 import { sendText } from './reply.js';
 
 // Writes to streams: appends in the array, single-body and idempotent-URL forms, metadata
@@ -48,26 +47,11 @@ function headerEventType(req: FastifyRequest): string {
   return type;
 }
 
-/** Metastream writes must carry a valid metadata document. */
-function checkMetadataEvents(events: ProposedEvent[]): void {
-  for (const e of events) {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(e.data.toString('utf8'));
-    } catch {
-      throw badRequest('Stream metadata must be a JSON object.');
-    }
-    const problem = metadataProblem(doc);
-    if (problem) throw badRequest(problem);
-  }
-}
-
 async function appendAndAnswer(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string,
   events: ProposedEvent[], status: 200 | 201 = 201): Promise<FastifyReply> {
-  requireAccess(ctx, req, 'w', streamId); // refuses $all for everyone
   booleanHeader(req, 'RequireLeader', false); // a single node is always the leader; the header is only validated
-  if (isMetastream(streamId)) checkMetadataEvents(events);
-  const result = await ctx.store.append(streamId, expectedVersion(req), events);
+  // The verb checks the ACL (and refuses $all); the store's write door every rule of what is written.
+  const result = await ctx.verbs.streams.append(principalOf(req), streamId, expectedVersion(req), events);
   reply.raw.statusMessage = status === 201 ? 'Created' : 'OK';
   return reply.code(status).header('Location', eventUrl(baseUrl(req), streamId, result.firstEventNumber)).send();
 }
@@ -129,10 +113,9 @@ export function registerStreamWrites(app: FastifyInstance, ctx: ApiContext): voi
 
   app.delete<{ Params: StreamParams }>('/streams/:stream', { schema: { params: STREAM_PARAMS } }, async (req, reply) => {
     const streamId = req.params.stream;
-    requireAccess(ctx, req, 'd', streamId);
     const hard = booleanHeader(req, 'HardDelete', false);
     booleanHeader(req, 'RequireLeader', false);
-    await ctx.store.deleteStream(streamId, expectedVersion(req), hard);
+    await ctx.verbs.streams.delete(principalOf(req), streamId, expectedVersion(req), hard);
     reply.raw.statusMessage = 'Stream deleted';
     return reply.code(204).send();
   });

@@ -64,7 +64,7 @@ export const OPTIONS = {
   },
   httpPort: {
     kind: 'int', group: 'Interface', default: 2113, min: 0, max: 65535,
-    help: 'TCP port of the HTTP server (0 picks a free port).',
+    help: 'TCP port of the node (0 picks a free port): the HTTP API over HTTP/1.1 and the gRPC API over HTTP/2, told apart per connection.',
   },
   clusterSize: {
     kind: 'int', group: 'Cluster', default: 1, min: 1, max: 7,
@@ -121,6 +121,12 @@ export const OPTIONS = {
   allowAnonymousStreamAccess: {
     kind: 'bool', group: 'Authentication', default: false,
     help: 'Let requests without credentials read and write streams whose ACL grants $all.',
+  },
+  insecureGrpcUser: {
+    kind: 'enum', group: 'Authentication', default: 'system', values: ['system', 'anonymous'],
+    help: 'Who a gRPC call without credentials runs as on a plain (--insecure) node. The official gRPC clients send no credentials over a plain connection, '
+      + 'so `system` (every operation allowed, as the established server does in insecure mode) lets them work; `anonymous` applies the rules of a request without credentials, as over HTTP. '
+      + 'Calls with credentials are authenticated either way, and a TLS node always takes a call without credentials as anonymous.',
   },
   disableHttpCaching: {
     kind: 'bool', group: 'Interface', default: false,

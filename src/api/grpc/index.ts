@@ -1,0 +1,78 @@
+import type { Logger } from 'pino';
+import { ANONYMOUS, SYSTEM, type Principal } from '../../auth/principal.js';
+import type { UserStore } from '../../auth/users.js';
+import type { Config } from '../../config/index.js';
+import { maxAppendBytes, type Verbs } from '../../verbs/index.js';
+import type { LeaderRouting } from '../leader-routing.js';
+import { methodOf } from './codecs.js';
+import { fail, grpcStatusOf, maximumAppendSizeExceeded, notLeader, unauthenticated } from './errors.js';
+import { GrpcServer, type CallContext } from './server.js';
+import { GrpcStatus } from './status.js';
+import { supportedMethods } from './server-features.js';
+import { appendHandler, batchAppendHandler, deleteHandler, readHandler, type StreamsDoor } from './streams.js';
+
+// The gRPC door: the established server's client protocol (event_store.client.*) on the node's
+// own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
+// Who calls: `authorization: Basic` (or `Bearer` carrying base64 user:pass, as the clients send
+// it) is checked like the HTTP door's header; without it a call on a TLS node is anonymous, and
+// on a plain node runs as `--insecure-grpc-user` (system by default: the official clients send
+// no credentials over a plain connection, and the established server runs everything as
+// system in insecure mode).
+
+export { createListener } from '../listener.js';
+export { GrpcServer } from './server.js';
+
+export interface GrpcDoorContext {
+  verbs: Verbs;
+  users: UserStore;
+  config: Config;
+  log: Logger;
+  cluster?: LeaderRouting;
+}
+
+const STREAMS = 'event_store.client.streams.Streams';
+
+export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
+  const { config } = ctx;
+  const server = new GrpcServer({ log: ctx.log, statusOf: (err) => grpcStatusOf(err, config.maxAppendSize) });
+  const door: StreamsDoor = {
+    verbs: ctx.verbs,
+    maxAppendBytes: maxAppendBytes(config.maxAppendSize),
+    maxAppendSize: config.maxAppendSize,
+    callerOf: async (call, write) => {
+      requireLeader(ctx.cluster, call, write);
+      return callerOf(ctx, call);
+    },
+  };
+  const appendLimits = { maxMessageBytes: door.maxAppendBytes, tooLarge: () => maximumAppendSizeExceeded(config.maxAppendSize) };
+  server.add(methodOf(STREAMS, 'Read'), { kind: 'serverStream', handle: readHandler(door) });
+  server.add(methodOf(STREAMS, 'Append'), { kind: 'clientStream', handle: appendHandler(door) }, appendLimits);
+  server.add(methodOf(STREAMS, 'BatchAppend'), { kind: 'bidi', handle: batchAppendHandler(door) }, appendLimits);
+  server.add(methodOf(STREAMS, 'Delete'), { kind: 'unary', handle: deleteHandler(door, false) });
+  server.add(methodOf(STREAMS, 'Tombstone'), { kind: 'unary', handle: deleteHandler(door, true) });
+  const features = methodOf('event_store.client.server_features.ServerFeatures', 'GetSupportedMethods');
+  server.add(features, { kind: 'unary', handle: async () => supportedMethods([...server.paths(), features.path]) });
+  return server;
+}
+
+async function callerOf(ctx: GrpcDoorContext, call: CallContext): Promise<Principal> {
+  const header = call.metadata.authorization;
+  if (header === undefined) return !call.secure && ctx.config.insecureGrpcUser === 'system' ? SYSTEM : ANONYMOUS;
+  const value = String(header);
+  // Bearer tokens of the clients carry base64 user:pass, as Basic does.
+  const basic = /^Bearer\s+/i.test(value) ? `Basic ${value.replace(/^Bearer\s+/i, '')}` : value;
+  const result = await ctx.users.authenticate(basic);
+  if (!result.ok) fail(unauthenticated());
+  return result.principal;
+}
+
+/** A follower refuses writes, and reads the client wants from the leader (`requires-leader: true`), naming the leader. */
+function requireLeader(cluster: LeaderRouting | undefined, call: CallContext, write: boolean): void {
+  if (!cluster || cluster.isLeader) return;
+  const requires = String(call.metadata['requires-leader'] ?? '').toLowerCase() === 'true';
+  if (!write && !requires) return;
+  const url = cluster.leaderHttpUrl();
+  if (!url) fail({ code: GrpcStatus.UNKNOWN, message: 'No leader info available in response' });
+  const leader = new URL(url);
+  fail(notLeader(leader.hostname.replace(/^\[|\]$/g, ''), Number(leader.port || (leader.protocol === 'https:' ? 443 : 80))));
+}

@@ -1,0 +1,424 @@
+import { createServer, constants, type Http2Server, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import { gunzipSync, inflateSync } from 'node:zlib';
+import type { Logger } from 'pino';
+import { GrpcStatus, StatusError, encodeGrpcMessage, type Status } from './status.js';
+
+// A lean gRPC server on node:http2: routing by path, the 5-byte message framing, deadlines
+// (`grpc-timeout`), cancellation, status trailers with custom keys, and write back-pressure.
+//
+// Why not @grpc/grpc-js's server: measured on this machine (node 20, one server-streaming call of
+// 300,000 messages of 180 bytes to the same raw HTTP/2 reader), grpc-js sent 71,000-73,000
+// messages/s, a plain HTTP/2 stream writing the same frames 1,100,000-1,270,000/s: its per-message
+// interceptor chain costs ~13 µs, which alone would hold a catch-up subscription far below the
+// 300,000 events/s it must reach. Here a page of events goes out as one write of many frames.
+// Codecs come from the project's .proto files (protos.ts, @grpc/proto-loader's serializers).
+
+/** A method as @grpc/proto-loader defines it. */
+export interface MethodDefinition {
+  readonly path: string;
+  readonly requestStream: boolean;
+  readonly responseStream: boolean;
+  readonly requestDeserialize: (bytes: Buffer) => unknown;
+  readonly responseSerialize: (value: unknown) => Buffer;
+}
+
+/** What a handler knows of its call. */
+export interface CallContext {
+  readonly metadata: IncomingHttpHeaders;
+  /** Aborts when the client cancels, the deadline passes or the server closes. */
+  readonly signal: AbortSignal;
+  /** Milliseconds since the epoch (Date.now()) when the call's deadline passes; Infinity: none. */
+  readonly deadline: number;
+  /** The connection is TLS (credentials may travel). */
+  readonly secure: boolean;
+}
+
+/** The messages a client sends on a streaming call, in order; ends when the client half-closes. */
+export type RequestStream<T = unknown> = AsyncIterable<T>;
+
+export interface ResponseWriter<T = unknown> {
+  /** Sends one message; false when the write buffer is full (await `drained()`). */
+  write(message: T): boolean;
+  /** Sends already-serialized messages in one write (each framed here). */
+  writeSerialized(messages: readonly Buffer[]): boolean;
+  /** Resolves when the write buffer has room again, or the call has ended. */
+  drained(): Promise<void>;
+  readonly ended: boolean;
+}
+
+export type Handler =
+  | { kind: 'unary'; handle: (request: unknown, call: CallContext) => Promise<unknown> }
+  | { kind: 'clientStream'; handle: (requests: RequestStream, call: CallContext) => Promise<unknown> }
+  | { kind: 'serverStream'; handle: (request: unknown, call: CallContext, out: ResponseWriter) => Promise<void> }
+  | { kind: 'bidi'; handle: (requests: RequestStream, call: CallContext, out: ResponseWriter) => Promise<void> };
+
+export interface GrpcServerOptions {
+  log: Logger;
+  /** The status for an error a handler throws (domain errors); undefined: an internal fault. */
+  statusOf: (error: unknown) => Status | undefined;
+  /** PING interval and the wait for its answer (the established server's defaults: 10 s each). */
+  keepAliveIntervalMs?: number;
+  keepAliveTimeoutMs?: number;
+}
+
+interface Route { method: MethodDefinition; handler: Handler; maxMessageBytes: number; tooLarge?: (bytes: number) => Status }
+
+const DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024;
+/** Messages a streaming request may queue unread before the stream pauses (HTTP/2 flow control then holds the client). */
+const REQUEST_QUEUE = 64;
+const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+export class GrpcServer {
+  readonly http2: Http2Server;
+  private readonly routes = new Map<string, Route>();
+  private readonly calls = new Set<AbortController>();
+
+  constructor(private readonly options: GrpcServerOptions) {
+    this.http2 = createServer({
+      // Kestrel's default; a client's subscriptions share one connection.
+      settings: { maxConcurrentStreams: 100 },
+      maxSessionMemory: 64,
+    });
+    this.http2.on('stream', (stream, headers) => this.onStream(stream, headers));
+    this.http2.on('session', (session) => {
+      const interval = options.keepAliveIntervalMs ?? 10_000;
+      const timeout = options.keepAliveTimeoutMs ?? 10_000;
+      if (interval <= 0) return;
+      const timer = setInterval(() => {
+        if (session.destroyed || session.closed) return;
+        const waiting = setTimeout(() => session.destroy(), timeout).unref();
+        try {
+          session.ping((err) => {
+            clearTimeout(waiting);
+            if (err && !session.destroyed) session.destroy();
+          });
+        } catch {
+          clearTimeout(waiting);
+        }
+      }, interval).unref();
+      session.once('close', () => clearInterval(timer));
+      session.on('error', () => { /* the session closes; its calls see their streams close */ });
+    });
+  }
+
+  /** Serves `method` with `handler`; `maxMessageBytes` bounds one request message (`tooLarge` answers above it). */
+  add(method: MethodDefinition, handler: Handler, limits: { maxMessageBytes?: number; tooLarge?: (bytes: number) => Status } = {}): void {
+    const kind = method.requestStream ? (method.responseStream ? 'bidi' : 'clientStream') : (method.responseStream ? 'serverStream' : 'unary');
+    if (kind !== handler.kind) throw new Error(`${method.path} is ${kind}, the handler ${handler.kind}`);
+    this.routes.set(method.path, { method, handler, maxMessageBytes: limits.maxMessageBytes ?? DEFAULT_MAX_MESSAGE, tooLarge: limits.tooLarge });
+  }
+
+  /** The paths served (for the server-features list). */
+  paths(): string[] {
+    return [...this.routes.keys()];
+  }
+
+  /** Ends every call (UNAVAILABLE) and every session. */
+  close(): void {
+    for (const call of this.calls) call.abort(new StatusError({ code: GrpcStatus.UNAVAILABLE, message: 'Server Is Shutting Down' }));
+    this.http2.close();
+  }
+
+  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    stream.on('error', () => { /* a reset stream: the call's signal aborts on close */ });
+    const path = headers[':path'] ?? '';
+    const route = this.routes.get(path);
+    const contentType = String(headers['content-type'] ?? '');
+    if (headers[':method'] !== 'POST' || !contentType.startsWith('application/grpc')) {
+      if (!stream.headersSent) stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
+      return;
+    }
+    if (!route) {
+      trailersOnly(stream, { code: GrpcStatus.UNIMPLEMENTED, message: `Method ${path} is not served by this node` });
+      return;
+    }
+    const encoding = String(headers['grpc-encoding'] ?? 'identity');
+    if (!['identity', 'gzip', 'deflate'].includes(encoding)) {
+      trailersOnly(stream, { code: GrpcStatus.UNIMPLEMENTED, message: `Message encoding ${encoding} is not supported` });
+      return;
+    }
+    const deadline = parseTimeout(headers['grpc-timeout']);
+    if (deadline === null) {
+      trailersOnly(stream, { code: GrpcStatus.INVALID_ARGUMENT, message: 'Invalid grpc-timeout header' });
+      return;
+    }
+    new Call(stream, headers, route, encoding, deadline, this.options, this.calls).run();
+  }
+}
+
+/** One call: reads its requests, runs the handler, writes the answer and the status. */
+class Call implements ResponseWriter, CallContext {
+  readonly signal: AbortSignal;
+  readonly deadline: number;
+  readonly secure: boolean;
+  private readonly abort = new AbortController();
+  private finished = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly reader: FrameReader;
+
+  constructor(private readonly stream: ServerHttp2Stream, readonly metadata: IncomingHttpHeaders, private readonly route: Route,
+    encoding: string, timeoutMs: number, private readonly options: GrpcServerOptions, private readonly calls: Set<AbortController>) {
+    this.signal = this.abort.signal;
+    this.deadline = timeoutMs === Infinity ? Infinity : Date.now() + timeoutMs;
+    this.secure = Boolean((stream.session?.socket as { encrypted?: boolean } | undefined)?.encrypted);
+    this.reader = new FrameReader(stream, route, encoding);
+    if (timeoutMs !== Infinity) {
+      this.timer = setTimeout(() => this.fail(new StatusError({ code: GrpcStatus.DEADLINE_EXCEEDED, message: 'Deadline Exceeded' })), Math.min(timeoutMs, 2 ** 31 - 1));
+    }
+    stream.once('close', () => {
+      // The client reset the stream (cancelled), or its connection dropped.
+      if (!this.finished) this.abort.abort(new StatusError({ code: GrpcStatus.CANCELLED, message: 'Cancelled' }));
+      this.cleanup();
+    });
+    calls.add(this.abort);
+    this.signal.addEventListener('abort', () => {
+      const reason = this.signal.reason;
+      if (reason instanceof StatusError && reason.status.code !== GrpcStatus.CANCELLED) this.fail(reason);
+    }, { once: true });
+  }
+
+  get ended(): boolean {
+    return this.finished || this.stream.destroyed || this.stream.closed;
+  }
+
+  run(): void {
+    const { handler } = this.route;
+    const finish = (response?: unknown) => this.succeed(response);
+    const failed = (err: unknown) => this.fail(err);
+    try {
+      switch (handler.kind) {
+        case 'unary':
+          void this.reader.single().then((req) => handler.handle(req, this)).then(finish, failed);
+          break;
+        case 'serverStream':
+          void this.reader.single().then((req) => handler.handle(req, this, this)).then(() => finish(), failed);
+          break;
+        case 'clientStream':
+          handler.handle(this.reader.messages(), this).then(finish, failed);
+          break;
+        case 'bidi':
+          handler.handle(this.reader.messages(), this, this).then(() => finish(), failed);
+          break;
+      }
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  write(message: unknown): boolean {
+    return this.writeSerialized([this.route.method.responseSerialize(message)]);
+  }
+
+  writeSerialized(messages: readonly Buffer[]): boolean {
+    if (this.ended) return false;
+    this.respondHeaders();
+    let total = 0;
+    for (const m of messages) total += 5 + m.length;
+    const out = Buffer.allocUnsafe(total);
+    let at = 0;
+    for (const m of messages) {
+      out[at] = 0;
+      out.writeUInt32BE(m.length, at + 1);
+      m.copy(out, at + 5);
+      at += 5 + m.length;
+    }
+    return this.stream.write(out);
+  }
+
+  drained(): Promise<void> {
+    if (this.ended || !this.stream.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.stream.off('drain', done);
+        this.stream.off('close', done);
+        resolve();
+      };
+      this.stream.once('drain', done);
+      this.stream.once('close', done);
+    });
+  }
+
+  private respondHeaders(): void {
+    if (this.stream.headersSent) return;
+    this.stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity,gzip,deflate' },
+      { waitForTrailers: true });
+  }
+
+  private succeed(response?: unknown): void {
+    if (this.ended) return this.cleanup();
+    if (response !== undefined) this.write(response);
+    this.end({ code: GrpcStatus.OK, message: '' });
+  }
+
+  private fail(err: unknown): void {
+    if (this.ended) return this.cleanup();
+    let status: Status | undefined = err instanceof StatusError ? err.status : this.options.statusOf(err);
+    if (!status) {
+      this.options.log.error({ err, path: this.route.method.path }, 'gRPC call failed');
+      status = { code: GrpcStatus.INTERNAL, message: 'Internal error' };
+    }
+    this.end(status);
+  }
+
+  private end(status: Status): void {
+    this.finished = true;
+    this.cleanup();
+    if (!this.stream.headersSent) {
+      trailersOnly(this.stream, status);
+      return;
+    }
+    this.stream.once('wantTrailers', () => {
+      try {
+        this.stream.sendTrailers(statusTrailers(status));
+      } catch {
+        // the stream closed meanwhile
+      }
+    });
+    this.stream.end();
+    this.abort.abort(new StatusError({ code: GrpcStatus.CANCELLED, message: 'The call has ended' }));
+  }
+
+  private cleanup(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.calls.delete(this.abort);
+    if (this.finished && !this.signal.aborted) this.abort.abort(new StatusError({ code: GrpcStatus.CANCELLED, message: 'The call has ended' }));
+  }
+}
+
+/** Splits the request body into messages, bounded in size, decoded by the method's deserializer. */
+class FrameReader {
+  private pending: Buffer = Buffer.alloc(0);
+  private readonly queue: unknown[] = [];
+  private done = false;
+  private error: unknown;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly stream: ServerHttp2Stream, private readonly route: Route, private readonly encoding: string) {
+    stream.on('data', (chunk: Buffer) => this.push(chunk));
+    stream.once('end', () => this.finish());
+    stream.once('close', () => this.finish());
+  }
+
+  private push(chunk: Buffer): void {
+    if (this.done) return;
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    let at = 0;
+    try {
+      while (this.pending.length - at >= 5) {
+        const compressed = this.pending[at];
+        const length = this.pending.readUInt32BE(at + 1);
+        if (length > this.route.maxMessageBytes) {
+          throw new StatusError(this.route.tooLarge?.(length)
+            ?? { code: GrpcStatus.RESOURCE_EXHAUSTED, message: `Received message larger than max (${length} vs. ${this.route.maxMessageBytes})` });
+        }
+        if (this.pending.length - at < 5 + length) break;
+        let body = this.pending.subarray(at + 5, at + 5 + length);
+        at += 5 + length;
+        if (compressed === 1) body = this.decompress(body);
+        else if (compressed !== 0) throw new StatusError({ code: GrpcStatus.INTERNAL, message: 'Invalid message compression flag' });
+        this.queue.push(this.decode(body));
+      }
+    } catch (err) {
+      this.error = err;
+      this.finish();
+      return;
+    }
+    this.pending = at === this.pending.length ? Buffer.alloc(0) : this.pending.subarray(at);
+    if (this.queue.length >= REQUEST_QUEUE) this.stream.pause();
+    this.signal();
+  }
+
+  private decompress(body: Buffer): Buffer {
+    const maxOutputLength = this.route.maxMessageBytes;
+    try {
+      if (this.encoding === 'gzip') return gunzipSync(body, { maxOutputLength });
+      if (this.encoding === 'deflate') return inflateSync(body, { maxOutputLength });
+    } catch {
+      throw new StatusError({ code: GrpcStatus.RESOURCE_EXHAUSTED, message: 'A compressed message could not be decompressed within the message size limit' });
+    }
+    throw new StatusError({ code: GrpcStatus.INTERNAL, message: 'A compressed message on a call that declared no encoding' });
+  }
+
+  private decode(body: Buffer): unknown {
+    try {
+      return this.route.method.requestDeserialize(body);
+    } catch (err) {
+      throw new StatusError({ code: GrpcStatus.INVALID_ARGUMENT, message: `Malformed request message: ${(err as Error).message}` });
+    }
+  }
+
+  private finish(): void {
+    if (!this.done && this.pending.length > 0 && !this.error) {
+      this.error = new StatusError({ code: GrpcStatus.INTERNAL, message: 'The request ended inside a message' });
+    }
+    this.done = true;
+    this.signal();
+  }
+
+  private signal(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private async next(): Promise<{ value: unknown } | undefined> {
+    for (;;) {
+      if (this.queue.length > 0) {
+        const value = this.queue.shift();
+        if (this.queue.length < REQUEST_QUEUE / 2 && this.stream.isPaused()) this.stream.resume();
+        return { value };
+      }
+      if (this.error) throw this.error;
+      if (this.done) return undefined;
+      await new Promise<void>((resolve) => { this.wake = resolve; });
+    }
+  }
+
+  /** The one request of a unary or server-streaming call. */
+  async single(): Promise<unknown> {
+    const first = await this.next();
+    if (!first) throw new StatusError({ code: GrpcStatus.UNIMPLEMENTED, message: 'The request carried no message' });
+    const extra = await this.next();
+    if (extra) throw new StatusError({ code: GrpcStatus.UNIMPLEMENTED, message: 'The request carried more than one message' });
+    return first.value;
+  }
+
+  async *messages(): AsyncGenerator<unknown> {
+    for (;;) {
+      const item = await this.next();
+      if (!item) return;
+      yield item.value;
+    }
+  }
+}
+
+function statusTrailers(status: Status): Record<string, string> {
+  return { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.message), ...asciiValues(status.trailers) };
+}
+
+function trailersOnly(stream: ServerHttp2Stream, status: Status): void {
+  if (stream.destroyed || stream.closed) return;
+  try {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...statusTrailers(status) }, { endStream: true });
+  } catch {
+    // the client reset the stream meanwhile
+  }
+}
+
+/** Metadata values must be printable ASCII: other characters are percent-encoded (a stream name in a trailer). */
+function asciiValues(values: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(values ?? {})) out[key] = /^[\x20-\x7e]*$/.test(value) ? value : encodeGrpcMessage(value);
+  return out;
+}
+
+/** `grpc-timeout` (an integer of up to 8 digits and a unit) in ms; Infinity when absent; null when malformed. */
+export function parseTimeout(value: string | string[] | undefined): number | null {
+  if (value === undefined) return Infinity;
+  const m = /^(\d{1,8})([HMSmun])$/.exec(String(value));
+  if (!m) return null;
+  return Number(m[1]) * TIMEOUT_UNITS[m[2]];
+}
+
+export { constants as http2Constants };

@@ -1,0 +1,14 @@
+import type { AclOperation } from '../store/index.js';
+
+// The verbs' own refusals. Each door maps them (with the store's errors) to its protocol's
+// answer: api/errors.ts for HTTP, api/grpc/errors.ts for gRPC.
+
+/** The principal may not do this to the stream (its ACL, or `$all`'s rule). */
+export class AccessDeniedError extends Error {
+  constructor(readonly streamId: string, readonly operation: AclOperation) {
+    super(`Access to stream '${streamId}' is denied`);
+  }
+}
+
+/** A server-side filter that cannot be used as given. */
+export class InvalidFilterError extends Error {}
