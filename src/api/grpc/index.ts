@@ -51,7 +51,7 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   server.add(methodOf(STREAMS, 'Delete'), { kind: 'unary', handle: deleteHandler(door, false) });
   server.add(methodOf(STREAMS, 'Tombstone'), { kind: 'unary', handle: deleteHandler(door, true) });
   const features = methodOf('event_store.client.server_features.ServerFeatures', 'GetSupportedMethods');
-  server.add(features, { kind: 'unary', handle: async () => supportedMethods([...server.paths(), features.path]) });
+  server.add(features, { kind: 'unary', handle: async () => supportedMethods(server.paths()) });
   return server;
 }
 

@@ -93,9 +93,16 @@ function asBuffer(value: unknown): Buffer {
   return Buffer.alloc(0);
 }
 
-/** Bytes an event takes against the append bound: its payload plus what holding it costs. */
+/**
+ * Bytes an event takes against the append bound: its payload plus what holding it costs (the
+ * object, its id and buffer views: ~490 bytes of heap and external memory per held tiny event,
+ * measured over 100,000 with gc before and after), so a million tiny events meet the bound as a
+ * few huge ones do.
+ */
+export const HELD_EVENT_OVERHEAD = 512;
+
 export function proposedSize(e: ProposedEvent): number {
-  return e.data.length + e.metadata.length + Buffer.byteLength(e.eventType) + 64;
+  return e.data.length + e.metadata.length + Buffer.byteLength(e.eventType) + HELD_EVENT_OVERHEAD;
 }
 
 export function timestampNow(): Message {

@@ -265,6 +265,7 @@ class Call implements ResponseWriter, CallContext {
     this.cleanup();
     if (!this.stream.headersSent) {
       trailersOnly(this.stream, status);
+      this.stopRequest();
       return;
     }
     this.stream.once('wantTrailers', () => {
@@ -273,9 +274,18 @@ class Call implements ResponseWriter, CallContext {
       } catch {
         // the stream closed meanwhile
       }
+      this.stopRequest();
     });
     this.stream.end();
     this.abort.abort(new StatusError({ code: GrpcStatus.CANCELLED, message: 'The call has ended' }));
+  }
+
+  /** A client still sending when its call has ended is told to stop (RST_STREAM NO_ERROR once the status is out). */
+  private stopRequest(): void {
+    if (this.reader.complete) return;
+    setImmediate(() => {
+      if (!this.stream.destroyed) this.stream.close(constants.NGHTTP2_NO_ERROR);
+    });
   }
 
   private cleanup(): void {
@@ -346,6 +356,11 @@ class FrameReader {
     } catch (err) {
       throw new StatusError({ code: GrpcStatus.INVALID_ARGUMENT, message: `Malformed request message: ${(err as Error).message}` });
     }
+  }
+
+  /** The client has half-closed (or the stream is gone): nothing more will arrive. */
+  get complete(): boolean {
+    return this.stream.readableEnded || this.stream.destroyed;
   }
 
   private finish(): void {
