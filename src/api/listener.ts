@@ -37,14 +37,15 @@ export function createListener(http: HttpServer, grpc: Http2Server, tls?: Secure
   });
   let server: TcpServer | TlsServer;
   if (tls) {
-    const tlsServer = createTlsServer({ ...tls, ALPNProtocols: ['h2', 'http/1.1'] });
+    // No Nagle delay: an answer is one small write the client waits for (an append's status).
+    const tlsServer = createTlsServer({ ...tls, ALPNProtocols: ['h2', 'http/1.1'], noDelay: true } as Parameters<typeof createTlsServer>[0]);
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
       (socket.alpnProtocol === 'h2' ? grpc : http).emit('connection', socket);
     });
     tlsServer.on('tlsClientError', (_err, socket) => socket.destroy());
     server = tlsServer;
   } else {
-    server = createTcpServer((socket) => {
+    server = createTcpServer({ noDelay: true }, (socket) => {
       undecided.add(socket);
       socket.once('close', () => undecided.delete(socket));
       sniff(socket, http, grpc, () => undecided.delete(socket));
