@@ -19,6 +19,9 @@ const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const EVENTS = Number(process.env.BENCH_GRPC_EVENTS ?? 1_000_000);
 const CONCURRENCY = 32;
 const CATCH_UP_TARGET = 300_000;
+/** BENCH_GRPC_ONLY=append,read,catchup narrows the run; BENCH_CPU_PROF=dir profiles the node. */
+const ONLY = (process.env.BENCH_GRPC_ONLY ?? 'append,read,catchup').split(',');
+const CPU_PROF = process.env.BENCH_CPU_PROF;
 const STREAMS = 'event_store.client.streams.Streams';
 const AUTH = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -97,37 +100,52 @@ async function rate(op: (i: number) => Promise<boolean>): Promise<number> {
   return measured;
 }
 
-/** Counts ReadResp messages by their content arm (1: event, 8: caught_up) without decoding them. */
+/**
+ * Counts ReadResp messages by their content arm (1: event, 8: caught_up) without decoding or
+ * copying them: a message's first six bytes (frame header and content tag) are all it reads,
+ * and it skips the rest of the message as the chunks arrive.
+ */
 function frameCounter(onCaughtUp: () => void) {
-  let pending: Buffer = Buffer.alloc(0);
+  const head = Buffer.alloc(6);
+  let headLength = 0;
+  let skip = 0;
   let events = 0;
   return {
     get events() { return events; },
     push(chunk: Buffer) {
-      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
       let at = 0;
-      while (pending.length - at >= 5) {
-        const len = pending.readUInt32BE(at + 1);
-        if (pending.length - at < 5 + len) break;
-        const tag = pending[at + 5] >> 3;
+      while (at < chunk.length) {
+        if (skip > 0) {
+          const n = Math.min(skip, chunk.length - at);
+          skip -= n;
+          at += n;
+          continue;
+        }
+        head[headLength++] = chunk[at++];
+        if (headLength < 6) continue;
+        headLength = 0;
+        const tag = head[5] >> 3;
         if (tag === 1) events++;
         else if (tag === 8) onCaughtUp();
-        at += 5 + len;
+        skip = head.readUInt32BE(1) - 1;
       }
-      pending = pending.subarray(at);
     },
   };
 }
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? tmpdir(), 'svc-bench-grpc-'));
-  const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None']);
-  const session = connect(server.url);
+  const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'],
+    CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []);
+  // The window a streaming client gives the server (the Rust client, which the Node client reads
+  // through, asks for megabytes too): the default 64 KiB would measure round trips, not the node.
+  const session = connect(server.url, { settings: { initialWindowSize: 4 * 1024 * 1024 } });
+  session.on('connect', () => session.setLocalWindowSize(16 * 1024 * 1024));
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const rows: { what: string; http: number; grpc: number; unit: string }[] = [];
   try {
     log(`gRPC beside HTTP: ${CONCURRENCY} calls in flight, ${WARMUP}s warm-up + ${SECONDS}s each`);
-    for (const n of [1, 100]) {
+    for (const n of ONLY.includes('append') ? [1, 100] : []) {
       const grpcRate = await rate(async (i) => (await grpcCall(session, `/${STREAMS}/Append`, appendFrames(`g${n}-${i % 1000}`, n))) === 0);
       const httpRate = await rate(async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),
         { 'Content-Type': 'application/vnd.eventstore.events+json' })).status === 201);
@@ -137,13 +155,16 @@ async function main(): Promise<void> {
     const readReq = (stream: string) => frame(read.requestSerialize({
       options: { stream: { stream_identifier: { stream_name: Buffer.from(stream) }, start: {} }, count: '20', uuid_option: { string: {} }, no_filter: {} },
     }));
+    if (ONLY.includes('read')) {
     const grpcRead = await rate(async (i) => (await grpcCall(session, `/${STREAMS}/Read`, readReq(`g100-${i % 1000}`))) === 0);
     const httpRead = await rate(async (i) => (await httpCall(agent, server.url, 'GET', `/streams/h100-${i % 1000}/0/forward/20?embed=body`, undefined,
       { Accept: 'application/vnd.eventstore.atom+json' })).status === 200);
     rows.push({ what: '20-event reads', http: httpRead, grpc: grpcRead, unit: 'reads/s' });
     log(`  read 20: HTTP ${int(httpRead)} reads/s, gRPC ${int(grpcRead)} reads/s`);
+    }
 
     // Catch-up over EVENTS events in $all.
+    if (ONLY.includes('catchup')) {
     log(`  seeding ${int(EVENTS)} events for the catch-up ...`);
     const seedBatches = Math.ceil(EVENTS / 100);
     let next = 0;
@@ -153,16 +174,7 @@ async function main(): Promise<void> {
         if ((await grpcCall(session, `/${STREAMS}/Append`, appendFrames(`seed-${i % 10_000}`, 100))) !== 0) throw new Error('seed append failed');
       }
     }));
-    const subscribe = frame(read.requestSerialize({ options: { all: { start: {} }, subscription: {}, uuid_option: { string: {} }, no_filter: {} } }));
-    const started = performance.now();
-    let caughtUpAt = 0;
-    const sub = session.request({ ':method': 'POST', ':path': `/${STREAMS}/Read`, 'content-type': 'application/grpc', te: 'trailers', authorization: AUTH });
-    const counter = frameCounter(() => { caughtUpAt = performance.now(); sub.close(); });
-    sub.on('data', (c: Buffer) => counter.push(c));
-    sub.on('error', () => undefined);
-    sub.end(subscribe);
-    await new Promise((resolve) => sub.on('close', resolve));
-    const grpcCatchUp = counter.events / ((caughtUpAt - started) / 1000);
+    // HTTP first: the gRPC catch-up is the last thing the node does (BENCH_CPU_PROF: profile-summary's LAST_SECONDS).
     const pageStart = performance.now();
     let position = '00000000000000000000000000000000';
     let httpEvents = 0;
@@ -176,8 +188,19 @@ async function main(): Promise<void> {
       position = previous.uri.split('/').at(-3)!;
     }
     const httpCatchUp = httpEvents / ((performance.now() - pageStart) / 1000);
+    const subscribe = frame(read.requestSerialize({ options: { all: { start: {} }, subscription: {}, uuid_option: { string: {} }, no_filter: {} } }));
+    const started = performance.now();
+    let caughtUpAt = 0;
+    const sub = session.request({ ':method': 'POST', ':path': `/${STREAMS}/Read`, 'content-type': 'application/grpc', te: 'trailers', authorization: AUTH });
+    const counter = frameCounter(() => { caughtUpAt = performance.now(); sub.close(); });
+    sub.on('data', (c: Buffer) => counter.push(c));
+    sub.on('error', () => undefined);
+    sub.end(subscribe);
+    await new Promise((resolve) => sub.on('close', resolve));
+    const grpcCatchUp = counter.events / ((caughtUpAt - started) / 1000);
     rows.push({ what: `catch-up over ${int(EVENTS)} events`, http: httpCatchUp, grpc: grpcCatchUp, unit: 'events/s' });
     log(`  catch-up: gRPC ${int(counter.events)} events to caught_up, HTTP ${int(httpEvents)} events paged`);
+    }
   } finally {
     session.close();
     agent.destroy();

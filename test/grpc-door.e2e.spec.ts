@@ -207,6 +207,15 @@ describe('deletes and wrong expected versions over the wire', () => {
     expect(ok.responses[0]).toHaveProperty('position');
   });
 
+  it('an append of no events: no_stream on a missing stream, the current revision on an existing one', async () => {
+    const name = uniq('empty');
+    const missing = await call(t.url, STREAMS, 'Append', [appendOptions(name)], { authorization: ADMIN });
+    expect(missing.responses[0]).toMatchObject({ success: { no_stream: {}, no_position: {} } });
+    await call(t.url, STREAMS, 'Append', [appendOptions(name), proposed('A'), proposed('B')], { authorization: ADMIN });
+    const existing = await call(t.url, STREAMS, 'Append', [appendOptions(name)], { authorization: ADMIN });
+    expect(existing.responses[0]).toMatchObject({ success: { current_revision: '1' } });
+  });
+
   it('an append with the wrong expected revision answers in the message, both generations filled', async () => {
     const name = uniq('wev');
     await call(t.url, STREAMS, 'Append', [appendOptions(name), proposed('A')], { authorization: ADMIN });

@@ -41,6 +41,8 @@ export interface ResponseWriter<T = unknown> {
   write(message: T): boolean;
   /** Sends already-serialized messages in one write (each framed here). */
   writeSerialized(messages: readonly Buffer[]): boolean;
+  /** Sends messages already framed (read-codec.ts encodes a page so), as one write. */
+  writeFramed(frames: Buffer): boolean;
   /** Resolves when the write buffer has room again, or the call has ended. */
   drained(): Promise<void>;
   readonly ended: boolean;
@@ -223,6 +225,12 @@ class Call implements ResponseWriter, CallContext {
       at += 5 + m.length;
     }
     return this.stream.write(out);
+  }
+
+  writeFramed(frames: Buffer): boolean {
+    if (this.ended) return false;
+    this.respondHeaders();
+    return this.stream.write(frames);
   }
 
   drained(): Promise<void> {

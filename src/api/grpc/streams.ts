@@ -7,7 +7,7 @@ import type { AllStart, StreamStart, SubscriptionItem } from '../../verbs/subscr
 import type { AppendOutcome } from '../../verbs/streams.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
 import { deleteWrongExpectedVersion, fail, grpcStatusOf, invalidArgument, maximumAppendSizeExceeded } from './errors.js';
-import { encodeReadEvent, type UuidForm } from './read-codec.js';
+import { encodeReadEvents, type UuidForm } from './read-codec.js';
 import {
   deadlineMs, expectedOf, isSet, positionMessage, proposedEvent, proposedSize, streamIdentifier, streamNameOf, timestampNow, u64,
   U64_MAX, uuidFormOf,
@@ -144,9 +144,7 @@ class Writer {
 
   async events(events: readonly ResolvedEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const encoded = new Array<Buffer>(events.length);
-    for (let i = 0; i < events.length; i++) encoded[i] = encodeReadEvent(events[i], this.form);
-    if (!this.out.writeSerialized(encoded)) await this.out.drained();
+    if (!this.out.writeFramed(encodeReadEvents(events, this.form))) await this.out.drained();
   }
 
   async message(message: Message): Promise<void> {
