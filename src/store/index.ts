@@ -1,7 +1,7 @@
 import { Rocks } from './rocks.js';
 import { SharedBlocks } from './shared-blocks.js';
 import {
-  chunkKey, chunkTimesKey, hintKey, indexKey, metaKey, readU64, u64Value,
+  chunkKey, hintKey, indexKey, metaKey, readU64, u64Value,
 } from './keys.js';
 import { LogSpaces } from './log-spaces.js';
 import { EventIdFilter } from './id-filter.js';
@@ -10,9 +10,13 @@ import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
-import {
-  Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type ReplicationGate, type ShippedBatch, type StreamWrite,
-} from './writer.js';
+import { Writer } from './writer.js';
+import type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
+import type { ProposedEvent } from './proposed-event.js';
+import type { ReplicationGate } from './commit-pipeline.js';
+import type { ShippedBatch } from './replicated-writes.js';
+import type { Removal } from './removals.js';
+import { storedChunkTimes } from './chunk-times.js';
 import { COMMIT_KEY, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
 import { CommitHorizon } from './commit-horizon.js';
@@ -27,7 +31,11 @@ export {
 } from './errors.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
-export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal, ReplicationGate, ShippedBatch } from './writer.js';
+export { proposedEvent, jsonEvent, metadataEvent, type ProposedEvent, type EventFields } from './proposed-event.js';
+export type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
+export type { ReplicationGate } from './commit-pipeline.js';
+export type { ShippedBatch } from './replicated-writes.js';
+export type { Removal } from './removals.js';
 export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
@@ -338,8 +346,7 @@ export class Store {
 
   /** Oldest and newest record time (µs) in a logical chunk, if anything was written there since hints exist. */
   chunkTimeRange(chunk: number): [number, number] | undefined {
-    const value = this.rocks.get(chunkTimesKey(chunk));
-    return value ? [value.readDoubleBE(0), value.readDoubleBE(8)] : undefined;
+    return storedChunkTimes(this.rocks, chunk);
   }
 
   /**
