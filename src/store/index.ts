@@ -82,6 +82,21 @@ export interface StoreOptions {
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
+/** What Store.open found in RocksDB, and the options with their defaults. */
+interface StoreParts {
+  rocks: Rocks;
+  streams: StreamInfos;
+  checkpoint: WriterCheckpoint;
+  chunkSize: number;
+  logCacheBytes: number;
+  maxEventBytes: number;
+  hintsFrom: number;
+  sharedReadBytes: number;
+  splitFrom: number;
+  idFilterBytes: number;
+  boundedReads: boolean;
+}
+
 const HINTS_FROM_KEY = metaKey('hints-from');
 /** Where the log was split into user and system records (log-spaces.ts): everything below is in LOG. */
 const SPLIT_FROM_KEY = metaKey('syslog-from');
@@ -107,21 +122,32 @@ export class Store {
   /** What reads see of the log (commit-horizon.ts). */
   private readonly horizon: CommitHorizon;
 
-  private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
-    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number, idFilterBytes: number,
-    boundedReads: boolean) {
-    const tail = new LogTailCache(logCacheBytes);
+  private readonly rocks: Rocks;
+  private readonly streams: StreamInfos;
+  private readonly checkpoint: WriterCheckpoint;
+  readonly chunkSize: number;
+  /** Scavenge hints (keys.ts) exist from this position on. */
+  readonly hintsFrom: number;
+
+  private constructor(parts: StoreParts) {
+    const { rocks, streams, checkpoint, chunkSize } = parts;
+    this.rocks = rocks;
+    this.streams = streams;
+    this.checkpoint = checkpoint;
+    this.chunkSize = chunkSize;
+    this.hintsFrom = parts.hintsFrom;
+    const tail = new LogTailCache(parts.logCacheBytes);
     this.tail = tail;
-    const spaces = new LogSpaces(rocks, splitFrom);
+    const spaces = new LogSpaces(rocks, parts.splitFrom);
     this.spaces = spaces;
-    this.blocks = new SharedBlocks(spaces, sharedReadBytes);
+    this.blocks = new SharedBlocks(spaces, parts.sharedReadBytes);
     this.horizon = new CommitHorizon(streams, checkpoint.nextPosition, (ids) => this.reader.forgetMetadata(ids));
     this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks);
-    this.idFilter = new EventIdFilter(idFilterBytes);
+    this.idFilter = new EventIdFilter(parts.idFilterBytes);
     this.writer = new Writer({
-      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, horizon: this.horizon, boundedReads, chunkSize, bus: this.bus,
-      limits: { maxEventBytes }, metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: hintsFrom,
+      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, horizon: this.horizon,
+      boundedReads: parts.boundedReads, chunkSize, bus: this.bus, limits: { maxEventBytes: parts.maxEventBytes },
+      metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: parts.hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
   }
@@ -143,9 +169,12 @@ export class Store {
       split = u64Value(checkpoint.nextPosition);
       rocks.writeDurable([[SPLIT_FROM_KEY, split]]);
     }
-    const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
-      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES,
-      readU64(split, 0), options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES, options.boundedReads ?? false);
+    const store = new Store({
+      rocks, streams, checkpoint, chunkSize: options.chunkSize, logCacheBytes: options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, hintsFrom: readU64(hints, 0),
+      sharedReadBytes: options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES, splitFrom: readU64(split, 0),
+      idFilterBytes: options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES, boundedReads: options.boundedReads ?? false,
+    });
     store.truncation = truncation;
     if (options.boundedReads) store.holdUncommittedTail();
     store.idFilter.load(rocks);
