@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { newUuid, type Store } from '../store/index.js';
+import { jsonEvent, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import { MAX_LEASED_MESSAGES } from './limits.js';
 import { messageIdOf, type Message } from './message.js';
@@ -353,10 +353,7 @@ export class PersistentGroup {
   private async writeCheckpoint(seq: number, eventNumber: number): Promise<void> {
     this.checkpointWriting = true;
     try {
-      const event = {
-        eventId: newUuid(), eventType: CHECKPOINT_EVENT_TYPE, isJson: true, idempotent: false,
-        data: Buffer.from(JSON.stringify(String(eventNumber)), 'utf8'), metadata: Buffer.alloc(0),
-      };
+      const event = jsonEvent(CHECKPOINT_EVENT_TYPE, String(eventNumber), { idempotent: false });
       await appendKeepingLatest(this.store, this.checkpointStream, event, 2);
       if (seq > this.lastCheckpointedSeq) {
         this.lastCheckpointedSeq = seq;
