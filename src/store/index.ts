@@ -48,6 +48,7 @@ export { isSystemRecordStream } from './log-spaces.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 export { BackupStoppedError, type BackupResult } from './backup.js';
 export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
+export { firstVisibleEventNumber, visibilityOf, type Visibility } from './visibility.js';
 
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
 /** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */

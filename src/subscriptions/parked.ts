@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { nowMicros } from '../store/clock.js';
-import { ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, SOFT_DELETED_TB, type Store } from '../store/index.js';
+import { ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, visibilityOf, type Store } from '../store/index.js';
 import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.
@@ -72,10 +72,9 @@ export class ParkedMessages {
 
   private visibleStart(): number | undefined {
     const info = this.store.streamInfo(this.streamId);
-    if (!info || info.tombstoned || info.lastEventNumber < 0) return undefined;
-    const tb = this.store.metadataOf(this.streamId).truncateBefore ?? 0;
-    if (tb >= SOFT_DELETED_TB) return undefined;
-    return Math.max(tb, this.replayedUpTo);
+    if (!info || info.lastEventNumber < 0) return undefined;
+    const visible = visibilityOf(info, this.store.metadataOf(this.streamId));
+    return visible.deleted ? undefined : Math.max(visible.firstEventNumber, this.replayedUpTo);
   }
 
   /** Parked messages not replayed. */
