@@ -25,6 +25,13 @@ import type { EventRecord } from './record.js';
 import { truncateOp, truncateToCheckpoint, type Truncation } from './truncate.js';
 import { writeBackup, type BackupOptions, type BackupResult } from './backup.js';
 
+// The store's public face: what the rest of the node may use of it (the exports below) and the
+// Store, whose methods are every verb the API, projections, subscriptions, scavenge and the
+// cluster call. Over 400 lines on purpose: it is that surface, read in one file; most methods are
+// documented delegations of a few lines to the module that owns the work (writer.ts, reader.ts,
+// commit-horizon.ts, backup.ts, truncate.ts), and the few with logic of their own are short
+// (the start's log-tail warm-up and held tail, the index walks a scavenge asks for).
+
 export { ExpectedVersion } from './expected-version.js';
 export {
   WrongExpectedVersionError, StreamDeletedError, StoreClosedError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, WriteTimeoutError,
