@@ -103,8 +103,9 @@ export function streamStateOf(view: StreamView, streamId: string): StreamState {
   // A hard-deleted stream's metadata stream is gone with it.
   const tombstoned = info?.tombstoned === true || (isMetastream(streamId) && view.info(originalStreamOf(streamId))?.tombstoned === true);
   return {
-    current: info?.lastEventNumber ?? -1, tombstoned,
-    softDeleted: isSoftDeleted(view.metadataOf(streamId)), hasMetastream: view.info(metastreamOf(streamId)) !== undefined,
+    current: info?.lastEventNumber ?? -1, tombstoned, softDeleted: isSoftDeleted(view.metadataOf(streamId)),
+    // Looked up only when a check asks (few do): not on every append.
+    get hasMetastream() { return view.info(metastreamOf(streamId)) !== undefined; },
   };
 }
 

@@ -1,5 +1,6 @@
+import { strict as assert } from 'node:assert';
 import type { BatchOp } from './rocks.js';
-import type { Batch, BatchSource, Pending, RemovalPending } from './commit-pipeline.js';
+import type { Batch, BatchSource, Pending } from './commit-pipeline.js';
 import type { EventRecord } from './record.js';
 import { eventIdKey, hintKey, indexKey } from './keys.js';
 import type { LogSpaces } from './log-spaces.js';
@@ -39,7 +40,8 @@ export class Removals implements BatchSource {
   constructor(private readonly deps: RemovalsDeps) {}
 
   take(queue: Pending[]): Batch {
-    const p = queue.shift() as RemovalPending;
+    const p = queue.shift();
+    assert(p?.kind === 'remove', 'the removal source takes one removal from the head of the queue');
     const { records, chunkOps, sync } = p.removal;
     const ops: BatchOp[] = [];
     let highest = -1;
