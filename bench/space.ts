@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { ExpectedVersion, Store } from '../src/store/index.js';
-import { SPACE_RECLAIM } from '../src/store/writer.js';
+import { SPACE_RECLAIM } from '../src/store/space-reclaim.js';
 import { build, CHUNK, event, EVENTS, liveAppender, openScavenger } from './scavenge.js';
 
 // The space bench: how promptly RocksDB gives back the space a scavenge frees. The scavenge

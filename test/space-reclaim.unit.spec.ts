@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
 import { metaKey } from '../src/store/keys.js';
 import { Rocks } from '../src/store/rocks.js';
-import { SPACE_RECLAIM } from '../src/store/writer.js';
+import { SPACE_RECLAIM } from '../src/store/space-reclaim.js';
 
 // Giving back the space of deleted keys: Rocks.flushMemtable / reclaimSpace, and the writer's
 // reclaim after a scavenge's removals.

@@ -50,7 +50,8 @@ function headerEventType(req: FastifyRequest): string {
 async function appendAndAnswer(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, streamId: string,
   events: ProposedEvent[], status: 200 | 201 = 201): Promise<FastifyReply> {
   booleanHeader(req, 'RequireLeader', false); // a single node is always the leader; the header is only validated
-  // The verb checks the ACL (and refuses $all); the store's write door every rule of what is written.
+  // The verb checks the ACL (and refuses $all); the store's write door every rule of what is
+  // written (a metastream's events must be metadata documents: refused 400).
   const result = await ctx.verbs.streams.append(principalOf(req), streamId, expectedVersion(req), events);
   reply.raw.statusMessage = status === 201 ? 'Created' : 'OK';
   return reply.code(status).header('Location', eventUrl(baseUrl(req), streamId, result.firstEventNumber)).send();

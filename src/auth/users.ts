@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, isMetastream, metastreamOf, newUuid, WrongExpectedVersionError, type Store, type EventRecord,
+  ExpectedVersion, isMetastream, jsonEvent, metastreamOf, proposedEvent, WrongExpectedVersionError, type Store, type EventRecord,
 } from '../store/index.js';
 import { hashPassword, verifyPassword, type PasswordHash } from './password.js';
 import { ADMINS, OPS, userPrincipal, type Principal } from './principal.js';
@@ -99,10 +99,8 @@ export class UserStore {
       throw err;
     }
     if (!this.listed.has(input.loginName)) {
-      await this.store.append(USERS_STREAM, ExpectedVersion.any, [{
-        eventId: newUuid(), eventType: USER_CREATED_EVENT_TYPE, isJson: false,
-        data: Buffer.from(input.loginName, 'utf8'), metadata: Buffer.alloc(0),
-      }]);
+      const listed = proposedEvent({ eventType: USER_CREATED_EVENT_TYPE, data: input.loginName, isJson: false });
+      await this.store.append(USERS_STREAM, ExpectedVersion.any, [listed]);
       this.listed.add(input.loginName);
     }
     return 'created';
@@ -206,10 +204,7 @@ export class UserStore {
 }
 
 export function userEvent(account: UserAccount) {
-  return {
-    eventId: newUuid(), eventType: USER_EVENT_TYPE, isJson: true,
-    data: Buffer.from(JSON.stringify(account), 'utf8'), metadata: Buffer.alloc(0),
-  };
+  return jsonEvent(USER_EVENT_TYPE, account);
 }
 
 function parseAccount(data: Buffer): UserAccount | undefined {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
+import { ExpectedVersion, jsonEvent, type Store } from '../store/index.js';
 import { MemberCallError, nodeName, sameNode, type ClusterMembership, type ClusterView, type NodeId } from './cluster.js';
 import { AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError } from './errors.js';
 import { AUTO_SCAVENGES_STREAM, CONFIGURATION_STREAM, decodeEvent, type AutoScavengeEvent } from './events.js';
@@ -401,8 +401,4 @@ function nextToScavenge(s: CoordinatorState, view: ClusterView): NodeId | undefi
   const followers = remaining.filter((n) => !gossip(n)?.isLeader)
     .sort((a, b) => (gossip(a)?.writerCheckpoint ?? 0) - (gossip(b)?.writerCheckpoint ?? 0));
   return followers[0] ?? remaining[0];
-}
-
-function jsonEvent(eventType: string, data: unknown) {
-  return { eventId: newUuid(), eventType, isJson: true, data: Buffer.from(JSON.stringify(data), 'utf8'), metadata: Buffer.alloc(0) };
 }

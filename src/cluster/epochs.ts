@@ -1,4 +1,4 @@
-import { EPOCHS_STREAM, ExpectedVersion, newUuid, type Store } from '../store/index.js';
+import { EPOCHS_STREAM, ExpectedVersion, jsonEvent, type Store } from '../store/index.js';
 import { MAX_HELLO_EPOCHS, type EpochMark, type Hello } from './frames.js';
 
 // Epochs: every leader writes one record into the log (stream `$epochs`) before it serves
@@ -38,10 +38,9 @@ function termOf(data: Buffer): number | undefined {
 
 /** Writes this leader's epoch record; resolves once a quorum holds it (the writer's gate). */
 export async function writeEpoch(store: Store, term: number, leader: { name: string; instanceId: string }): Promise<EpochMark> {
-  const result = await store.appendReserved(EPOCHS_STREAM, ExpectedVersion.any, [{
-    eventId: newUuid(), eventType: EPOCH_EVENT_TYPE, isJson: true, metadata: Buffer.alloc(0),
-    data: Buffer.from(JSON.stringify({ term, leaderName: leader.name, leaderInstanceId: leader.instanceId }), 'utf8'),
-  }]);
+  const result = await store.appendReserved(EPOCHS_STREAM, ExpectedVersion.any, [
+    jsonEvent(EPOCH_EVENT_TYPE, { term, leaderName: leader.name, leaderInstanceId: leader.instanceId }),
+  ]);
   return { term, position: result.position };
 }
 

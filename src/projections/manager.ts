@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
+import { ExpectedVersion, jsonEvent, proposedEvent, type Store } from '../store/index.js';
 import { Projection, type RuntimeLimits } from './projection.js';
 import { JsEngine } from './engine.js';
 import { isSystemProjection, NativeEngine, SYSTEM_PROJECTIONS } from './system.js';
@@ -264,9 +264,9 @@ export class ProjectionManager {
 }
 
 function textEvent(eventType: string, text: string) {
-  return { eventId: newUuid(), eventType, isJson: false, data: Buffer.from(text, 'utf8'), metadata: Buffer.alloc(0) };
+  return proposedEvent({ eventType, data: text, isJson: false });
 }
 
 function definitionEvent(p: PersistedProjection) {
-  return { eventId: newUuid(), eventType: EVENT.updated, isJson: true, data: Buffer.from(JSON.stringify(p), 'utf8'), metadata: Buffer.alloc(0) };
+  return jsonEvent(EVENT.updated, p);
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, shownName, type EventRecord, type Store,
+  LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, shownName, type EventRecord, type Store,
 } from '../store/index.js';
 import type { BatchOutcome, ChangedPartition, EmittedEvent, StoredPartition } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
@@ -597,10 +597,7 @@ export class Projection {
       const firstWrite = this.claim(writes, e.streamId);
       const own = JSON.stringify(e.metadata);
       const metadata = own === '{}' ? tagJson : `${own.slice(0, -1)},${tagJson.slice(1)}`;
-      writes.add(e.streamId, {
-        eventId: newUuid(), eventType: e.eventType, isJson: e.isJson, data: Buffer.from(e.data, 'utf8'),
-        metadata: Buffer.from(metadata, 'utf8'), idempotent: false,
-      });
+      writes.add(e.streamId, proposedEvent({ eventType: e.eventType, data: e.data, isJson: e.isJson, metadata, idempotent: false }));
       // A stream this projection never wrote before is tracked with the write that first fills it.
       if (track && firstWrite) writes.add(emittedStreamsStream(this.name), event(EVENT.streamTracked, e.streamId, false, tagMeta));
     }
@@ -649,7 +646,7 @@ export class Projection {
       // Written by an older epoch of this projection, or by a deleted one: hide those events.
       if (id !== this.id || epoch < this.persisted.epoch) {
         const meta = { ...this.store.metadataOf(streamId).raw, $tb: info!.lastEventNumber + 1 };
-        writes.add(metastreamOf(streamId), event(METADATA_EVENT_TYPE, JSON.stringify(meta), true, {}));
+        writes.add(metastreamOf(streamId), metadataEvent(meta, { idempotent: false }));
       }
     }
     this.ownedStreams.set(streamId, true);

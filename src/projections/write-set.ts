@@ -1,5 +1,5 @@
 import {
-  ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, type ProposedEvent, type Store, type StreamWrite,
+  ExpectedVersion, metadataEvent, metastreamOf, proposedEvent, type ProposedEvent, type Store, type StreamWrite,
 } from '../store/index.js';
 
 // What one projection checkpoint writes, gathered before the one atomic store transaction: the
@@ -31,7 +31,7 @@ export class WriteSet {
   /** A checkpoint: only the latest two are kept, so a new checkpoint stream gets $maxCount 2 with its first event. */
   addCheckpoint(streamId: string, e: ProposedEvent): void {
     if (!this.store.streamInfo(streamId) && !this.perStream.has(streamId)) {
-      this.add(metastreamOf(streamId), event(METADATA_EVENT_TYPE, '{"$maxCount":2}', true, {}));
+      this.add(metastreamOf(streamId), metadataEvent({ $maxCount: 2 }, { idempotent: false }));
     }
     this.add(streamId, e);
   }
@@ -52,11 +52,9 @@ export class WriteSet {
   }
 }
 
+/** An event of a projection's: its checkpoint transaction is atomic, so it never retries by id. */
 export function event(eventType: string, data: string, isJson: boolean, metadata: Record<string, unknown>): ProposedEvent {
-  return {
-    eventId: newUuid(), eventType, isJson, data: Buffer.from(data, 'utf8'),
-    metadata: Buffer.from(JSON.stringify(metadata), 'utf8'), idempotent: false,
-  };
+  return proposedEvent({ eventType, data, isJson, metadata: JSON.stringify(metadata), idempotent: false });
 }
 
 export function readTagObject(metadata: Buffer): Record<string, unknown> | undefined {

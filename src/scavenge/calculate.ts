@@ -1,4 +1,4 @@
-import { isMetastream, SOFT_DELETED_TB } from '../store/index.js';
+import { isMetastream, SOFT_DELETED_TB, visibilityOf } from '../store/index.js';
 import { addWeight, chunkOf, type RunContext } from './context.js';
 import type { StreamData } from './state.js';
 
@@ -50,19 +50,19 @@ function calculateStream(ctx: RunContext, name: string, data: StreamData, weight
     data.status = data.tombstoned ? 'Archived' : 'Spent';
     return;
   }
-  let target: number;
-  if (data.tombstoned) {
-    target = last + 1; // everything but the tombstone (which is not an indexed event)
-  } else {
-    target = Math.max(data.tb ?? 0, data.maxCount !== undefined ? last - data.maxCount + 1 : 0);
-    target = Math.min(target, last); // never the last event
-  }
+  // What a read would hide at the scavenge point (visibility.ts: the stream's last event before the
+  // point, its metadata then, the point's time) is removable, with two rules of the scavenge's own:
+  // the last event always stays (the stream's version lives on in it), and a hard-deleted stream
+  // loses every event (its tombstone, which is not an indexed event, stays).
+  const hidden = visibilityOf({ lastEventNumber: last, tombstoned: data.tombstoned === true },
+    { truncateBefore: data.tb, maxCount: data.maxCount, maxAge: data.maxAge }, point.effectiveNow);
+  const target = data.tombstoned ? last + 1 : Math.min(hidden.firstEventNumber, last);
   // Definitely removable: [discardPoint, target).
   weigh(ctx, name, data.discardPoint, target - 1, weights);
   data.discardPoint = Math.max(data.discardPoint, target);
 
   if (!data.tombstoned && data.maxAge !== undefined) {
-    const cutoff = point.effectiveNow - data.maxAge * 1_000_000;
+    const cutoff = hidden.oldestCreated;
     let maybe = false;
     walk(ctx, name, data.discardPoint, last - 1, (position, eventNumber) => {
       const range = ctx.state.timeRange(chunkOf(ctx, position));

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, type ProposedEvent,
+  ExpectedVersion, jsonEvent, LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, type ProposedEvent,
 } from '../store/index.js';
 
 /** Appends to the log: the store's own append, or in a cluster through the leader. */
@@ -32,10 +32,6 @@ export function timeSpan(ms: number): string {
   return `${days > 0 ? `${days}.` : ''}${hh}:${mm}:${ss}.${fraction}`;
 }
 
-function jsonEvent(eventType: string, body: unknown) {
-  return { eventId: newUuid(), eventType, isJson: true, data: Buffer.from(JSON.stringify(body), 'utf8'), metadata: Buffer.alloc(0) };
-}
-
 const WRITE_ATTEMPTS = 5;
 /** Waits before the 2nd..5th attempt of a patient history (4 s in all: a cluster's failover takes 2-3 s). */
 const RETRY_DELAYS_MS = [100, 300, 900, 2_700];
@@ -53,7 +49,7 @@ export class History {
   }
 
   async started(): Promise<void> {
-    await this.write(metastreamOf(this.stream), METADATA_EVENT_TYPE, historyMetadata(this.maxAgeDays));
+    await this.append(metastreamOf(this.stream), metadataEvent(historyMetadata(this.maxAgeDays)));
     const n = await this.write(this.stream, '$scavengeStarted', { scavengeId: this.scavengeId, nodeEndpoint: this.nodeEndpoint });
     if (n !== undefined) await this.link(n);
   }
@@ -76,8 +72,7 @@ export class History {
   }
 
   private async link(eventNumber: number): Promise<void> {
-    const body = Buffer.from(`${eventNumber}@${this.stream}`, 'utf8');
-    await this.append(SCAVENGES_STREAM, { eventId: newUuid(), eventType: LINK_EVENT_TYPE, isJson: false, data: body, metadata: Buffer.alloc(0) });
+    await this.append(SCAVENGES_STREAM, proposedEvent({ eventType: LINK_EVENT_TYPE, data: `${eventNumber}@${this.stream}`, isJson: false }));
   }
 
   private write(stream: string, eventType: string, body: unknown): Promise<number | undefined> {
@@ -85,7 +80,7 @@ export class History {
   }
 
   /** Appends (the same event id on every attempt: a retry is idempotent); a history that cannot be written is logged, not fatal. */
-  private async append(stream: string, event: ReturnType<typeof jsonEvent>): Promise<number | undefined> {
+  private async append(stream: string, event: ProposedEvent): Promise<number | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return (await this.appendTo(stream, ExpectedVersion.any, [event])).firstEventNumber;

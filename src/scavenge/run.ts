@@ -1,5 +1,5 @@
 import {
-  ExpectedVersion, newUuid, SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM, type Store,
+  ExpectedVersion, jsonEvent, SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM, type Store,
 } from '../store/index.js';
 import { accumulate } from './accumulate.js';
 import { calculate } from './calculate.js';
@@ -53,10 +53,9 @@ export async function begin(store: Store, append: LogAppend, state: ScavengeStat
   }
   const number = (latest?.eventNumber ?? -1) + 1;
   log.info(`SCAVENGING: Creating the next scavenge point: ${number}`);
-  await append(SCAVENGE_POINTS_STREAM, latest ? ExpectedVersion.exact(latest.eventNumber) : ExpectedVersion.noStream, [{
-    eventId: newUuid(), eventType: SCAVENGE_POINT_EVENT_TYPE, isJson: true,
-    data: Buffer.from(JSON.stringify(request.threshold !== 0 ? { threshold: request.threshold } : {}), 'utf8'), metadata: Buffer.alloc(0),
-  }]);
+  await append(SCAVENGE_POINTS_STREAM, latest ? ExpectedVersion.exact(latest.eventNumber) : ExpectedVersion.noStream, [
+    jsonEvent(SCAVENGE_POINT_EVENT_TYPE, request.threshold !== 0 ? { threshold: request.threshold } : {}),
+  ]);
   const point = latestPoint(store);
   if (!point || point.eventNumber !== number) throw new Error(`Unable to read back the new scavenge point ${number}`);
   return { kind: 'start', point };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ExpectedVersion, METADATA_EVENT_TYPE, metastreamOf, newUuid, parseLinkTarget, type Store } from '../store/index.js';
+import { ExpectedVersion, metadataEvent, metastreamOf, parseLinkTarget, type Store } from '../store/index.js';
 import { ScavengeStoppedError, type RunContext } from './context.js';
 import { History, historyMetadata, type LogAppend, SCAVENGES_STREAM, scavengeStream, timeSpan } from './history.js';
 import { begin, runPhases } from './run.js';
@@ -77,9 +77,7 @@ export class Scavenger {
   async open(): Promise<void> {
     const wanted = historyMetadata(this.options.historyMaxAgeDays);
     if (JSON.stringify(this.store.metadataOf(SCAVENGES_STREAM).raw) !== JSON.stringify(wanted)) {
-      await this.store.append(metastreamOf(SCAVENGES_STREAM), ExpectedVersion.any, [{
-        eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true, data: Buffer.from(JSON.stringify(wanted)), metadata: Buffer.alloc(0),
-      }]);
+      await this.store.append(metastreamOf(SCAVENGES_STREAM), ExpectedVersion.any, [metadataEvent(wanted)]);
     }
     await this.recordInterrupted();
   }

@@ -1,3 +1,4 @@
+import { strict as assert } from 'node:assert';
 import type { EventRecord } from './record.js';
 import { isMetastream, originalStreamOf } from './metadata.js';
 import type { StreamInfo } from './stream-state.js';
@@ -32,12 +33,16 @@ export class CommitHorizon {
 
   /** A durable batch readers see at once. */
   show(end: number, infos: Iterable<[string, StreamInfo]>): void {
+    // (Only where nothing is held: a single node, or a follower without bounded reads.)
+    assert(this.held.length === 0, 'a batch is shown at once only when no batch before it is held');
+    assert(end >= this.visible.nextPosition, 'what readers see never goes back');
     for (const [name, info] of infos) this.streams.set(name, info);
     this.visible.nextPosition = end;
   }
 
   /** A durable batch readers see once `releaseThrough` passes its end. */
   hold(batch: HeldBatch, infos: Iterable<[string, StreamInfo]>): void {
+    assert(batch.end > (this.held.at(-1)?.end ?? this.visible.nextPosition), 'batches are held in log order');
     this.streams.setHeld(batch.end, infos);
     this.held.push(batch);
   }

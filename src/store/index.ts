@@ -1,7 +1,7 @@
 import { Rocks } from './rocks.js';
 import { SharedBlocks } from './shared-blocks.js';
 import {
-  chunkKey, chunkTimesKey, hintKey, indexKey, metaKey, readU64, u64Value,
+  chunkKey, hintKey, indexKey, metaKey, readU64, u64Value,
 } from './keys.js';
 import { LogSpaces } from './log-spaces.js';
 import { EventIdFilter } from './id-filter.js';
@@ -10,9 +10,13 @@ import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
 import { Reader } from './reader.js';
-import {
-  Writer, type AppendResult, type DeleteResult, type ProposedEvent, type Removal, type ReplicationGate, type ShippedBatch, type StreamWrite,
-} from './writer.js';
+import { Writer } from './writer.js';
+import type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
+import type { ProposedEvent } from './proposed-event.js';
+import type { ReplicationGate } from './commit-pipeline.js';
+import type { ShippedBatch } from './replicated-writes.js';
+import type { Removal } from './removals.js';
+import { storedChunkTimes } from './chunk-times.js';
 import { COMMIT_KEY, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
 import { CommitHorizon } from './commit-horizon.js';
@@ -21,13 +25,24 @@ import type { EventRecord } from './record.js';
 import { truncateOp, truncateToCheckpoint, type Truncation } from './truncate.js';
 import { writeBackup, type BackupOptions, type BackupResult } from './backup.js';
 
+// The store's public face: what the rest of the node may use of it (the exports below) and the
+// Store, whose methods are every verb the API, projections, subscriptions, scavenge and the
+// cluster call. Over 400 lines on purpose: it is that surface, read in one file; most methods are
+// documented delegations of a few lines to the module that owns the work (writer.ts, reader.ts,
+// commit-horizon.ts, backup.ts, truncate.ts), and the few with logic of their own are short
+// (the start's log-tail warm-up and held tail, the index walks a scavenge asks for).
+
 export { ExpectedVersion } from './expected-version.js';
 export {
   WrongExpectedVersionError, StreamDeletedError, StoreClosedError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, WriteTimeoutError,
 } from './errors.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
-export type { ProposedEvent, AppendResult, DeleteResult, StreamWrite, Removal, ReplicationGate, ShippedBatch } from './writer.js';
+export { proposedEvent, jsonEvent, metadataEvent, type ProposedEvent, type EventFields } from './proposed-event.js';
+export type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
+export type { ReplicationGate } from './commit-pipeline.js';
+export type { ShippedBatch } from './replicated-writes.js';
+export type { Removal } from './removals.js';
 export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
@@ -40,6 +55,7 @@ export { isSystemRecordStream } from './log-spaces.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 export { BackupStoppedError, type BackupResult } from './backup.js';
 export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
+export { firstVisibleEventNumber, visibilityOf, type Visibility } from './visibility.js';
 
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
 /** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */
@@ -74,6 +90,21 @@ export interface StoreOptions {
 
 export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
+/** What Store.open found in RocksDB, and the options with their defaults. */
+interface StoreParts {
+  rocks: Rocks;
+  streams: StreamInfos;
+  checkpoint: WriterCheckpoint;
+  chunkSize: number;
+  logCacheBytes: number;
+  maxEventBytes: number;
+  hintsFrom: number;
+  sharedReadBytes: number;
+  splitFrom: number;
+  idFilterBytes: number;
+  boundedReads: boolean;
+}
+
 const HINTS_FROM_KEY = metaKey('hints-from');
 /** Where the log was split into user and system records (log-spaces.ts): everything below is in LOG. */
 const SPLIT_FROM_KEY = metaKey('syslog-from');
@@ -99,21 +130,32 @@ export class Store {
   /** What reads see of the log (commit-horizon.ts). */
   private readonly horizon: CommitHorizon;
 
-  private constructor(private readonly rocks: Rocks, private readonly streams: StreamInfos,
-    private readonly checkpoint: WriterCheckpoint, readonly chunkSize: number, logCacheBytes: number,
-    maxEventBytes: number, readonly hintsFrom: number, sharedReadBytes: number, splitFrom: number, idFilterBytes: number,
-    boundedReads: boolean) {
-    const tail = new LogTailCache(logCacheBytes);
+  private readonly rocks: Rocks;
+  private readonly streams: StreamInfos;
+  private readonly checkpoint: WriterCheckpoint;
+  readonly chunkSize: number;
+  /** Scavenge hints (keys.ts) exist from this position on. */
+  readonly hintsFrom: number;
+
+  private constructor(parts: StoreParts) {
+    const { rocks, streams, checkpoint, chunkSize } = parts;
+    this.rocks = rocks;
+    this.streams = streams;
+    this.checkpoint = checkpoint;
+    this.chunkSize = chunkSize;
+    this.hintsFrom = parts.hintsFrom;
+    const tail = new LogTailCache(parts.logCacheBytes);
     this.tail = tail;
-    const spaces = new LogSpaces(rocks, splitFrom);
+    const spaces = new LogSpaces(rocks, parts.splitFrom);
     this.spaces = spaces;
-    this.blocks = new SharedBlocks(spaces, sharedReadBytes);
+    this.blocks = new SharedBlocks(spaces, parts.sharedReadBytes);
     this.horizon = new CommitHorizon(streams, checkpoint.nextPosition, (ids) => this.reader.forgetMetadata(ids));
     this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks);
-    this.idFilter = new EventIdFilter(idFilterBytes);
+    this.idFilter = new EventIdFilter(parts.idFilterBytes);
     this.writer = new Writer({
-      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, horizon: this.horizon, boundedReads, chunkSize, bus: this.bus,
-      limits: { maxEventBytes }, metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: hintsFrom,
+      rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, horizon: this.horizon,
+      boundedReads: parts.boundedReads, chunkSize, bus: this.bus, limits: { maxEventBytes: parts.maxEventBytes },
+      metadataOf: (id) => this.reader.writtenMetadataOf(id), idFlagsFrom: parts.hintsFrom,
       onMetadataChanged: (ids) => this.reader.forgetMetadata(ids),
     });
   }
@@ -135,9 +177,12 @@ export class Store {
       split = u64Value(checkpoint.nextPosition);
       rocks.writeDurable([[SPLIT_FROM_KEY, split]]);
     }
-    const store = new Store(rocks, streams, checkpoint, options.chunkSize, options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
-      options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, readU64(hints, 0), options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES,
-      readU64(split, 0), options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES, options.boundedReads ?? false);
+    const store = new Store({
+      rocks, streams, checkpoint, chunkSize: options.chunkSize, logCacheBytes: options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES,
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, hintsFrom: readU64(hints, 0),
+      sharedReadBytes: options.sharedReadBytes ?? DEFAULT_SHARED_READ_BYTES, splitFrom: readU64(split, 0),
+      idFilterBytes: options.eventIdFilterBytes ?? DEFAULT_EVENT_ID_FILTER_BYTES, boundedReads: options.boundedReads ?? false,
+    });
     store.truncation = truncation;
     if (options.boundedReads) store.holdUncommittedTail();
     store.idFilter.load(rocks);
@@ -338,8 +383,7 @@ export class Store {
 
   /** Oldest and newest record time (µs) in a logical chunk, if anything was written there since hints exist. */
   chunkTimeRange(chunk: number): [number, number] | undefined {
-    const value = this.rocks.get(chunkTimesKey(chunk));
-    return value ? [value.readDoubleBE(0), value.readDoubleBE(8)] : undefined;
+    return storedChunkTimes(this.rocks, chunk);
   }
 
   /**

@@ -38,7 +38,7 @@ export function isSystemStream(streamId: string): boolean {
   return streamId.startsWith('$');
 }
 
-export function isSoftDeleted(metadata: StreamMetadata): boolean {
+export function isSoftDeleted(metadata: Pick<StreamMetadata, 'truncateBefore'>): boolean {
   return metadata.truncateBefore !== undefined && metadata.truncateBefore >= SOFT_DELETED_TB;
 }
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { newUuid, type Store } from '../store/index.js';
+import { firstVisibleEventNumber, jsonEvent, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import { MAX_LEASED_MESSAGES } from './limits.js';
 import { messageIdOf, type Message } from './message.js';
@@ -174,16 +174,11 @@ export class PersistentGroup {
         });
         next = Math.max(next, original.eventNumber + 1);
       }
-      next = Math.max(next, this.firstVisible(page.lastEventNumber, page.metadata));
+      // Past what reads hide ($tb, $maxCount; visibility.ts), and no further than the stream's end.
+      next = Math.max(next, Math.min(firstVisibleEventNumber(page.lastEventNumber, page.metadata), page.lastEventNumber + 1));
       this.nextEventNumber = Math.max(this.nextEventNumber, next);
       if (this.nextEventNumber > page.lastEventNumber) return;
     }
-  }
-
-  private firstVisible(last: number, metadata: { truncateBefore?: number; maxCount?: number }): number {
-    let first = metadata.truncateBefore ?? 0;
-    if (metadata.maxCount !== undefined) first = Math.max(first, last - metadata.maxCount + 1);
-    return Math.min(first, last + 1);
   }
 
   get isLive(): boolean {
@@ -353,10 +348,7 @@ export class PersistentGroup {
   private async writeCheckpoint(seq: number, eventNumber: number): Promise<void> {
     this.checkpointWriting = true;
     try {
-      const event = {
-        eventId: newUuid(), eventType: CHECKPOINT_EVENT_TYPE, isJson: true, idempotent: false,
-        data: Buffer.from(JSON.stringify(String(eventNumber)), 'utf8'), metadata: Buffer.alloc(0),
-      };
+      const event = jsonEvent(CHECKPOINT_EVENT_TYPE, String(eventNumber), { idempotent: false });
       await appendKeepingLatest(this.store, this.checkpointStream, event, 2);
       if (seq > this.lastCheckpointedSeq) {
         this.lastCheckpointedSeq = seq;

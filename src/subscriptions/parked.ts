@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { nowMicros } from '../store/clock.js';
-import { ExpectedVersion, LINK_EVENT_TYPE, METADATA_EVENT_TYPE, metastreamOf, newUuid, SOFT_DELETED_TB, type Store } from '../store/index.js';
+import { ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, visibilityOf, type Store } from '../store/index.js';
 import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.
@@ -42,10 +42,7 @@ export class ParkedMessages {
       ? `${m.event.event.eventNumber}@${m.event.event.streamId}`
       : m.event.link!.data.toString('utf8');
     const metadata = { added: new Date().toISOString(), reason, subscriptionEventNumber: m.eventNumber };
-    const event = {
-      eventId: newUuid(), eventType: LINK_EVENT_TYPE, isJson: false, idempotent: false,
-      data: Buffer.from(target, 'utf8'), metadata: Buffer.from(JSON.stringify(metadata), 'utf8'),
-    };
+    const event = proposedEvent({ eventType: LINK_EVENT_TYPE, data: target, isJson: false, metadata: JSON.stringify(metadata), idempotent: false });
     this.writesInFlight++;
     void (async () => {
       let lastError: unknown;
@@ -75,10 +72,9 @@ export class ParkedMessages {
 
   private visibleStart(): number | undefined {
     const info = this.store.streamInfo(this.streamId);
-    if (!info || info.tombstoned || info.lastEventNumber < 0) return undefined;
-    const tb = this.store.metadataOf(this.streamId).truncateBefore ?? 0;
-    if (tb >= SOFT_DELETED_TB) return undefined;
-    return Math.max(tb, this.replayedUpTo);
+    if (!info || info.lastEventNumber < 0) return undefined;
+    const visible = visibilityOf(info, this.store.metadataOf(this.streamId));
+    return visible.deleted ? undefined : Math.max(visible.firstEventNumber, this.replayedUpTo);
   }
 
   /** Parked messages not replayed. */
@@ -167,11 +163,7 @@ export class ParkedMessages {
       return;
     }
     this.truncating = true;
-    const raw = { ...this.store.metadataOf(this.streamId).raw, $tb: target };
-    const event = {
-      eventId: newUuid(), eventType: METADATA_EVENT_TYPE, isJson: true, idempotent: false,
-      data: Buffer.from(JSON.stringify(raw), 'utf8'), metadata: Buffer.alloc(0),
-    };
+    const event = metadataEvent({ ...this.store.metadataOf(this.streamId).raw, $tb: target }, { idempotent: false });
     this.store.append(metastreamOf(this.streamId), ExpectedVersion.any, [event])
       .then(() => { this.truncatedTo = Math.max(this.truncatedTo, target); })
       .catch((err: Error) => this.log.warn({ stream: this.streamId, err: err.message }, 'could not hide replayed parked messages'))

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ExpectedVersion, newUuid, type Store } from '../store/index.js';
+import { ExpectedVersion, jsonEvent, type Store } from '../store/index.js';
 import { PersistentGroup } from './group.js';
 import type { Message } from './message.js';
 import { MAX_GROUPS } from './limits.js';
@@ -102,11 +102,7 @@ export class SubscriptionService {
   /** Writes the definitions document as it will be once `next` replaces the in-memory set. */
   private async saveEntries(next: PersistedEntry[], by: string): Promise<void> {
     const doc = { version: '2', updated: new Date().toISOString(), updatedBy: by, entries: next };
-    const event = {
-      eventId: newUuid(), eventType: CONFIG_EVENT_TYPE, isJson: true, idempotent: false,
-      data: Buffer.from(JSON.stringify(doc), 'utf8'), metadata: Buffer.alloc(0),
-    };
-    await appendKeepingLatest(this.store, CONFIG_STREAM, event, 2);
+    await appendKeepingLatest(this.store, CONFIG_STREAM, jsonEvent(CONFIG_EVENT_TYPE, doc, { idempotent: false }), 2);
   }
 
   private entries(): PersistedEntry[] {

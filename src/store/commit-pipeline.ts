@@ -1,0 +1,301 @@
+import { strict as assert } from 'node:assert';
+import type { BatchOp, Rocks } from './rocks.js';
+import type { CommitBus } from './bus.js';
+import type { EventRecord } from './record.js';
+import type { CommitHorizon } from './commit-horizon.js';
+import type { LogTailCache } from './log-cache.js';
+import type { WriterStats } from './writer-stats.js';
+import { NotLeaderError, StoreClosedError } from './errors.js';
+import { encodeWriterCheckpoint, WRITER_CHECKPOINT_KEY, type WriterCheckpoint } from './stream-state.js';
+import type { AppendResult, ClientOperation, DeleteResult } from './commit-decision.js';
+import type { Appended } from './batch-builder.js';
+import type { ShippedBatch } from './replicated-writes.js';
+import type { Removal } from './removals.js';
+
+// Commit once: every write goes through one pipeline, queue → batch → durable → visible →
+// publish. Writes wait in one queue; each turn a batch source (client-writes.ts, replicated-
+// writes.ts, removals.ts) takes from its head what goes in one batch; the batch is written as ONE
+// RocksDB write batch, synced; then the writer's state moves on (checkpoint, log tail), readers
+// see it (commit-horizon.ts), its callers hear, and it is published on the commit bus. Writes
+// arriving meanwhile wait for the next turn: that is the group commit. On a cluster leader (a
+// ReplicationGate) readers see a batch and its callers hear only once a quorum holds it; on a
+// follower with bounded reads once its leader's commit position passes it (commitThrough).
+
+/** How a queued write is answered. */
+interface Answer<T> {
+  resolve: (result: T) => void;
+  reject: (err: Error) => void;
+}
+
+/** A client's operation waiting in the queue. */
+export type ClientPending =
+  | (Extract<ClientOperation, { kind: 'append' }> & Answer<AppendResult>)
+  | (Extract<ClientOperation, { kind: 'transaction' }> & Answer<AppendResult[]>)
+  | (Extract<ClientOperation, { kind: 'delete' }> & Answer<DeleteResult>);
+/** A follower's copy of a batch its leader shipped; refused if `current` is false by its turn (an earlier batch failed). */
+export type ReplicatedPending = { kind: 'replicated'; batch: ShippedBatch; current: () => boolean } & Answer<void>;
+export type RemovalPending = { kind: 'remove'; removal: Removal } & Answer<void>;
+export type Pending = ClientPending | ReplicatedPending | RemovalPending;
+
+export function isClientWrite(p: Pending): p is ClientPending {
+  return p.kind === 'append' || p.kind === 'transaction' || p.kind === 'delete';
+}
+
+/** A projection's checkpoint (see Writer.transact): written without an fsync of its own. */
+export function isDeferred(p: Pending): boolean {
+  return p.kind === 'transaction' && p.deferSync;
+}
+
+/** One batch a source built from the head of the queue. */
+export interface Batch {
+  /**
+   * Whose writes: a client's (on a cluster leader, synced and answered once a quorum holds them),
+   * the leader's copied by a follower, or a scavenge's removal (nothing appended).
+   */
+  readonly origin: 'client' | 'leader' | 'scavenge';
+  /** The queue entries it holds: they fail together if the batch cannot be written or replicated. */
+  readonly taken: readonly { reject(err: Error): void }[];
+  /** One atomic RocksDB write; empty when there is nothing to write (every operation refused, or a retry). */
+  readonly ops: readonly BatchOp[];
+  /** With an fsync (false: a deferred-sync write, durable with the next synced one). */
+  readonly sync: boolean;
+  /** The writer checkpoint the batch stores. */
+  readonly checkpoint: WriterCheckpoint;
+  readonly appended: Appended | undefined;
+  /** Once written: what else moves on with it (caches of removed records). */
+  written?(): void;
+  /** Answers its callers, once readers see it. */
+  settle(): void;
+}
+
+/** A batch that cannot be written (a broken invariant, records that do not fit the log): its entries fail, the writer goes on. */
+export interface FailedBatch {
+  readonly taken: readonly { reject(err: Error): void }[];
+  readonly failure: Error;
+}
+
+export interface BatchSource {
+  /** Takes from the head of the queue (whose first entry is its own) what goes in one batch, and builds it. */
+  take(queue: Pending[]): Batch | FailedBatch;
+}
+
+/**
+ * The cluster's hold on the writer (src/cluster). Unset on a single node: every write is settled
+ * once durable, as ever. Set on a cluster node: only a leader takes writes, each durable batch is
+ * handed over for shipping to the followers, and its callers are answered (and the commit
+ * published) only once a quorum of nodes holds the log up to the batch's end.
+ */
+export interface ReplicationGate {
+  /** Why this node takes no writes now (a follower, a leader still starting), or undefined when it does. */
+  refusal(): string | undefined;
+  /** A batch is durable here: ship it. Called in log order, before its callers hear anything. */
+  shipped(batch: ShippedBatch, nextPosition: number): void;
+  /** Calls `settle` once a quorum holds the log up to `position` (in order of the calls), or `fail` if the term ends first. */
+  whenReplicated(position: number, settle: () => void, fail: (err: Error) => void): void;
+}
+
+export interface PipelineDeps {
+  rocks: Rocks;
+  checkpoint: WriterCheckpoint;
+  horizon: CommitHorizon;
+  /** The in-memory tail of the log, extended with every durable commit. */
+  tail: LogTailCache;
+  bus: CommitBus;
+  stats: WriterStats;
+  /** A cluster node: a follower's copies too are held until the leader's commit position passes them. */
+  boundedReads: boolean;
+  /** Called after a batch that wrote to the metastreams of these streams. */
+  onMetadataChanged: (streamIds: Iterable<string>) => void;
+  sources: { client: BatchSource; replicated: BatchSource; removal: BatchSource };
+}
+
+export class CommitPipeline {
+  /** The cluster's hold on this writer (ReplicationGate), if any. */
+  gate: ReplicationGate | undefined;
+  private readonly queue: Pending[] = [];
+  private scheduled = false;
+  private closed = false;
+  private drained: (() => void) | undefined;
+  /** A deferred-sync write is in the log but not yet fsynced (the next synced write covers it). */
+  private unsynced = false;
+  /** The end of the last batch published. */
+  private publishedThrough = -1;
+
+  constructor(private readonly deps: PipelineDeps) {}
+
+  get queueLength(): number {
+    return this.queue.length;
+  }
+
+  enqueue(p: Pending): void {
+    if (this.closed) {
+      p.reject(new StoreClosedError());
+      return;
+    }
+    // A scavenge's removal is each node's own (its copy of the log), a follower's copy too.
+    const refusal = isClientWrite(p) ? this.gate?.refusal() : undefined;
+    if (refusal !== undefined) {
+      p.reject(new NotLeaderError(refusal));
+      return;
+    }
+    this.queue.push(p);
+    this.deps.stats.queued(this.queue.length);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /**
+   * A quorum holds the log up to `position` (the leader's commit position, on a follower): the
+   * held batches ending there or before become visible, and their records are published.
+   */
+  commitThrough(position: number): void {
+    for (const batch of this.deps.horizon.releaseThrough(position)) this.publish(batch.records, batch.end);
+  }
+
+  /** Stops taking writes and resolves once every write already queued is durable (or failed). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.queue.length > 0 || this.scheduled) await new Promise<void>((resolve) => { this.drained = resolve; });
+    if (this.unsynced) {
+      // One synced write makes every deferred-sync write before it durable.
+      this.deps.rocks.writeDurable([[WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(this.deps.checkpoint)]]);
+      this.unsynced = false;
+    }
+  }
+
+  private flush(): void {
+    const { stats, sources } = this.deps;
+    stats.flushStarted();
+    this.prioritiseClientWrites();
+    const head = this.queue[0];
+    const source = isClientWrite(head) ? sources.client : head.kind === 'replicated' ? sources.replicated : sources.removal;
+    const batch = source.take(this.queue);
+    if ('failure' in batch) {
+      this.abandon(batch.taken, batch.failure);
+      return;
+    }
+    const gate = this.gate;
+    let writeMs = 0;
+    if (batch.ops.length > 0) {
+      // A cluster leader syncs every batch of its own: a quorum counts only durable copies.
+      const sync = batch.sync || (batch.origin === 'client' && gate !== undefined);
+      const started = performance.now();
+      try {
+        if (sync) this.deps.rocks.writeDurable(batch.ops);
+        else this.deps.rocks.writeUnsynced(batch.ops);
+        this.unsynced = !sync; // a synced write makes everything before it durable
+      } catch (err) {
+        this.abandon(batch.taken, err as Error);
+        return;
+      }
+      writeMs = performance.now() - started;
+      this.written(batch);
+    }
+    stats.flushed(batch.taken.length, writeMs, this.queue.length);
+    this.release(batch, gate);
+    this.afterFlush();
+  }
+
+  /** The batch is written (durable, unless deferred-sync): the writer's state moves on. */
+  private written(batch: Batch): void {
+    const { checkpoint, tail } = this.deps;
+    assert(batch.checkpoint.nextPosition >= checkpoint.nextPosition, 'the log never goes back');
+    const appended = batch.appended;
+    if (appended) {
+      const { records } = appended;
+      assert(records[0].position >= checkpoint.nextPosition && batch.checkpoint.nextPosition > records[records.length - 1].position,
+        'a batch appends after the end of the log, and ends after its last record');
+      tail.add(records.map((r) => r.position), appended.recordBytes);
+      this.deps.stats.recordsWritten += records.length;
+    }
+    Object.assign(checkpoint, batch.checkpoint);
+    batch.written?.();
+  }
+
+  /** Readers see the batch, its callers hear, and it is published: at once, or once the cluster holds it. */
+  private release(batch: Batch, gate: ReplicationGate | undefined): void {
+    const { horizon } = this.deps;
+    const { appended } = batch;
+    const end = batch.checkpoint.nextPosition;
+    if (batch.origin === 'client' && gate) {
+      // A cluster leader plans on the batch now; readers see it and its callers hear once a quorum
+      // holds it. (An idempotent answer waits like a write: the original may not be held yet.)
+      if (appended) {
+        this.hold(end, appended);
+        gate.shipped({ positions: appended.records.map((r) => r.position), records: appended.recordBytes }, end);
+      }
+      gate.whenReplicated(end, () => {
+        // Visible first (a caller reads its write), then the callers, then the commit bus.
+        const released = horizon.releaseThrough(end);
+        batch.settle();
+        for (const held of released) this.publish(held.records, held.end);
+      }, (err) => { for (const t of batch.taken) t.reject(err); });
+      return;
+    }
+    if (batch.origin === 'leader' && this.deps.boundedReads) {
+      // A follower's copy: durable here (the leader hears so), seen once the leader's commit position passes it.
+      if (appended) this.hold(end, appended);
+      batch.settle();
+      return;
+    }
+    if (appended) {
+      horizon.show(end, appended.infos);
+      this.metadataChanged(appended);
+    }
+    batch.settle();
+    if (appended) this.publish(appended.records, end);
+  }
+
+  private hold(end: number, appended: Appended): void {
+    this.deps.horizon.hold({ end, records: appended.records, metadataWritten: appended.metadataWritten }, appended.infos);
+    this.metadataChanged(appended);
+  }
+
+  private metadataChanged(appended: Appended): void {
+    if (appended.metadataWritten.size > 0) this.deps.onMetadataChanged(appended.metadataWritten);
+  }
+
+  private publish(records: readonly EventRecord[], end: number): void {
+    assert(end > this.publishedThrough, 'batches are published in log order, each once');
+    assert(end <= this.deps.checkpoint.nextPosition && end <= this.deps.horizon.visible.nextPosition,
+      'a batch is published only once written and visible');
+    this.publishedThrough = end;
+    this.deps.bus.publish({ records, nextPosition: end });
+  }
+
+  /** Fails every entry of a batch that cannot be written, and goes on with the queue. */
+  private abandon(taken: readonly { reject(err: Error): void }[], err: Error): void {
+    this.deps.stats.flushed(0, 0, this.queue.length);
+    for (const t of taken) t.reject(err);
+    this.afterFlush();
+  }
+
+  private afterFlush(): void {
+    if (this.queue.length > 0) {
+      setImmediate(() => this.flush());
+    } else {
+      this.scheduled = false;
+      this.drained?.();
+    }
+  }
+
+  /**
+   * Everything else goes before queued deferred-sync transactions (projection checkpoints, which
+   * can be thousands of events): they are independent writers, and a client's append should not
+   * wait behind a catch-up's links. Each group keeps its order.
+   */
+  private prioritiseClientWrites(): void {
+    const firstDeferred = this.queue.findIndex(isDeferred);
+    if (firstDeferred < 0) return;
+    let otherAfter = false;
+    for (let i = firstDeferred + 1; i < this.queue.length && !otherAfter; i++) otherAfter = !isDeferred(this.queue[i]);
+    if (!otherAfter) return;
+    const others = this.queue.filter((p) => !isDeferred(p));
+    const deferred = this.queue.filter(isDeferred);
+    this.queue.length = 0;
+    for (const p of others) this.queue.push(p);
+    for (const p of deferred) this.queue.push(p);
+  }
+}
