@@ -16,7 +16,7 @@ import { checkEvents, checkNotReserved, checkStreamName, InvalidWriteError, type
 export interface AppendResult {
   firstEventNumber: number;
   lastEventNumber: number;
-  /** Log position of the first event (of the original write when the append was a retry). */
+  /** Log position of the first event (of the original write when the append was a retry; -1 when it had no events). */
   position: number;
   /** True when every event was already in the stream: nothing was written. */
   idempotent: boolean;
@@ -55,7 +55,7 @@ export type Refusal = { kind: 'refuse'; error: InvalidWriteError | WrongExpected
 export type AppendDecision =
   /** Append the events as numbers firstEventNumber on; when `recreate` is set, then write it as the stream's metadata. */
   | { kind: 'write'; firstEventNumber: number; recreate?: Record<string, unknown> }
-  /** A retry of a write that completed: answer its result, write nothing. */
+  /** A retry of a write that completed (or an append of no events): answer its result, write nothing. */
   | { kind: 'replay'; result: AppendResult }
   | Refusal;
 
@@ -146,6 +146,11 @@ export function decideAppend(view: StreamView, streamId: string, expected: Expec
   const s = streamStateOf(view, streamId);
   const verdict = expectationVerdict(expected, s);
   if (verdict === 'deleted') return { kind: 'refuse', error: new StreamDeletedError(streamId) };
+  if (events.length === 0) {
+    // An append of no events checks the expectation and writes nothing (the gRPC clients can send one).
+    if (verdict === 'wrong') return { kind: 'refuse', error: new WrongExpectedVersionError(streamId, s.current) };
+    return { kind: 'replay', result: { firstEventNumber: s.current + 1, lastEventNumber: s.current, position: -1, idempotent: true } };
+  }
   const info = view.info(streamId);
   const from = retryFrom(expected, verdict);
   if (info && from !== undefined) {

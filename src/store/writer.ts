@@ -93,7 +93,6 @@ export class Writer {
   }
 
   append(streamId: string, expected: ExpectedVersion, events: ProposedEvent[]): Promise<AppendResult> {
-    assert(events.length > 0, 'an append carries at least one event');
     return new Promise((resolve, reject) => this.pipeline.enqueue({ kind: 'append', streamId, expected, events, resolve, reject }));
   }
 

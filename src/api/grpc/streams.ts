@@ -189,7 +189,7 @@ function liveState(item: { revision?: number; position?: number }): Message {
 function successOf(result: AppendOutcome, written: number): Message {
   return {
     ...(result.lastEventNumber >= 0 ? { current_revision: String(result.lastEventNumber) } : { no_stream: {} }),
-    ...(written > 0 || result.idempotent ? { position: positionMessage(result.lastPosition) } : { no_position: {} }),
+    ...(written > 0 ? { position: positionMessage(result.lastPosition) } : { no_position: {} }),
   };
 }
 
