@@ -9,7 +9,10 @@ import { StreamSourceReader } from './stream-source.js';
 import { eventFilterOf, type EventFilter } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
 import type { PersistedProjection } from './model.js';
-import { event, readTag, readTagObject, WriteSet } from './write-set.js';
+import { event, WriteSet } from './write-set.js';
+import {
+  decodeCheckpointBody, encodeCheckpointBody, isOfEpoch, readTag, tagMetadata, tagVersion, type PartitionValue,
+} from './checkpoint-codec.js';
 import {
   checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,
   partitionResultStream, partitionsStream,
@@ -33,8 +36,6 @@ export interface RuntimeLimits {
   /** Partitions a sandbox keeps resident when they can be read back from their checkpoints. */
   partitionCache: number;
 }
-
-interface PartitionValue { state: string | null; result: string | null }
 
 /**
  * One batch for the engine: the selected events, encoded for it, their log positions, and the log
@@ -147,7 +148,7 @@ export class Projection {
   }
 
   get tag(): string {
-    return `${this.id}:${this.persisted.epoch}:${this.persisted.version}:4`;
+    return tagVersion(this.id, this.persisted.epoch, this.persisted.version);
   }
 
   get checkpoints(): boolean {
@@ -210,8 +211,11 @@ export class Projection {
     this.lastCheckpointAt = Date.now(); // checkpointAfterMs counts from the start, where the last checkpoint was loaded
     // A run starts from its last checkpoint, or from the beginning: nothing of an aborted run survives.
     this.clear();
+    let completed = false;
     try {
-      const root = this.checkpoints ? this.loadCheckpoint() : undefined;
+      const loaded = this.checkpoints ? this.loadCheckpoint() : undefined;
+      const root = loaded?.root;
+      completed = loaded?.completed === true && this.persisted.mode === 'OneTime';
       const engine = await this.createEngine(this.persisted, {
         memoryLimitMb: this.limits.memoryLimitMb,
         timeoutMs: this.persisted.config.projectionExecutionTimeout ?? this.limits.executionTimeoutMs,
@@ -224,6 +228,12 @@ export class Projection {
       this.all = this.checkpoints ? undefined : new Map();
     } catch (err) {
       this.fault((err as Error).message);
+      return;
+    }
+    if (completed) {
+      // A query that completed wrote its results and its last checkpoint: it stays as it ended.
+      this.status = 'Completed';
+      this.release();
       return;
     }
     this.status = 'Running';
@@ -550,17 +560,11 @@ export class Projection {
     }
     const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
     const position = this.position;
-    const tagMeta = { $v: this.tag, $c: position, $p: position };
+    const tagMeta = tagMetadata(this.tag, position);
     for (const e of this.engine?.checkpointEvents?.(tagMeta) ?? []) this.pendingEmits.push(e);
     this.addEmits(writes, tagMeta);
     this.addResults(writes, tagMeta);
-    for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));
-    for (const [p, v] of this.changed) {
-      writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, partitionCheckpointData(v), true, tagMeta));
-    }
-    const root = this.root;
-    const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
-    writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
+    this.addCheckpoint(writes, tagMeta, false);
     const visibleEvents = this.pendingEmits.length + this.pendingResults.length;
     this.pendingEmits = [];
     this.pendingResults = [];
@@ -587,6 +591,16 @@ export class Projection {
       this.writeRecordsInFlight = 0;
       this.writePendingEventsBeforeCheckpoint = 0;
     });
+  }
+
+  /** New partitions registered, changed partitions' checkpoints, and the root checkpoint last (a completed query's marked $cp). */
+  private addCheckpoint(writes: WriteSet, tagMeta: Record<string, unknown>, completed: boolean): void {
+    for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));
+    for (const [p, v] of this.changed) {
+      writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, encodeCheckpointBody(v), true, tagMeta));
+    }
+    const rootTag = completed ? { ...tagMeta, $cp: true } : tagMeta;
+    writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, encodeCheckpointBody(this.root), true, rootTag));
   }
 
   private addEmits(writes: WriteSet, tagMeta: Record<string, unknown>): void {
@@ -641,7 +655,7 @@ export class Projection {
     if (last.status === 'ok' && last.event.event) {
       const tag = readTag(last.event.event.metadata);
       if (!tag) throw new Error(`The '${streamId}' stream managed by projection ${this.name} has been written to from the outside.`);
-      const [id, epoch] = tag.split(':').map(Number);
+      const { projectionId: id, epoch } = tag;
       if (id !== this.id && this.isLiveProjection(id)) {
         throw new Error(`Multiple projections emitting to the same stream detected. Stream: '${streamId}'.`);
       }
@@ -657,12 +671,15 @@ export class Projection {
     return firstWrite;
   }
 
-  /** Query modes at the end of the log: one Result per partition, then $Eof; the projection is Completed. */
+  /**
+   * Query modes at the end of the log: one Result per partition, then $Eof; with checkpoints, the
+   * last one (marked completed) with every partition not yet written. The projection is Completed.
+   */
   private async complete(): Promise<void> {
     await this.writing;
     await this.collect();
     const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
-    const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
+    const tagMeta = tagMetadata(this.tag, this.position);
     this.addEmits(writes, tagMeta);
     const main = this.resultStreamName;
     if (this.definition!.handlerOrder.length === 0) this.addResults(writes, tagMeta); // results while running; the end adds only $Eof
@@ -677,11 +694,10 @@ export class Projection {
     }
     this.claim(writes, main);
     writes.add(main, event(EVENT.eof, '', false, tagMeta));
-    if (this.checkpoints) {
-      const root = this.root;
-      writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
-    }
+    if (this.checkpoints) this.addCheckpoint(writes, tagMeta, true);
     await this.store.transact(writes.toStreamWrites());
+    this.changed = new Map();
+    this.newPartitions = [];
     this.pendingEmits = [];
     this.pendingResults = [];
     this.lastCheckpointPosition = this.position;
@@ -698,7 +714,7 @@ export class Projection {
     if (this.all) return [...ordered, ...this.all];
     const names = new Set<string>();
     for (const entry of this.store.streamRecords(partitionsStream(this.name))) {
-      if (this.sameEpoch(readTag(entry.metadata))) names.add(entry.data.toString('utf8'));
+      if (isOfEpoch(readTag(entry.metadata), this.id, this.persisted.epoch)) names.add(entry.data.toString('utf8'));
     }
     for (const p of this.newPartitions) names.add(p);
     for (const p of names) ordered.push([p, this.valueOf(p) ?? { state: null, result: null }]);
@@ -713,41 +729,22 @@ export class Projection {
   }
 
   /** Reads the last checkpoint: the position and the root partition (the other partitions are read when used). */
-  private loadCheckpoint(): PartitionValue | undefined {
+  private loadCheckpoint(): { root: PartitionValue | undefined; completed: boolean } | undefined {
     const last = this.store.readEvent(checkpointStream(this.name), -1);
     if (last.status !== 'ok' || !last.event.event) return undefined;
-    const record = last.event.event;
-    const tag = readTagObject(record.metadata);
-    if (!tag || !this.sameEpoch(String(tag.$v))) return undefined;
-    this.position = Number(tag.$c) || 0;
+    const tag = readTag(last.event.event.metadata);
+    if (!isOfEpoch(tag, this.id, this.persisted.epoch)) return undefined;
+    this.position = tag!.position;
     this.lastCheckpointPosition = this.position;
-    if (tag.$cp === true && this.persisted.mode === 'OneTime') this.position = this.store.headPosition;
-    const root = JSON.parse(record.data.toString('utf8')) as unknown[];
-    if (root.length === 0) return undefined;
-    const state = root[0] === null ? null : JSON.stringify(root[0]);
-    return { state, result: root.length > 1 ? JSON.stringify(root[1]) : state };
+    return { root: decodeCheckpointBody(last.event.event.data), completed: tag!.completed };
   }
 
   /** A partition's state and result as its last checkpoint of this epoch holds them. */
   private readStored(partition: string): PartitionValue | undefined {
     const cp = this.store.readEvent(partitionCheckpointStream(this.name, partition), -1);
-    if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) return undefined;
-    const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
-    const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
-    return { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) };
+    if (cp.status !== 'ok' || !cp.event.event || !isOfEpoch(readTag(cp.event.event.metadata), this.id, this.persisted.epoch)) return undefined;
+    return decodeCheckpointBody(cp.event.event.data);
   }
-
-  private sameEpoch(tag: string | undefined): boolean {
-    if (!tag) return false;
-    const [id, epoch] = tag.split(':').map(Number);
-    return id === this.id && epoch === this.persisted.epoch;
-  }
-}
-
-/** `[state, result]`, or `[state]` when the result is the state (half the bytes against the event size limit). */
-function partitionCheckpointData(v: PartitionValue | undefined): string {
-  const state = v?.state ?? 'null';
-  return v && v.result === v.state ? `[${state}]` : `[${state},${v?.result ?? 'null'}]`;
 }
 
 function handlerFailure(name: string, position: number | undefined, message: string): string {
