@@ -9,6 +9,7 @@ import { StreamSourceReader } from './stream-source.js';
 import { eventFilterOf, type EventFilter } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
 import type { PersistedProjection } from './model.js';
+import { newRunCounters, progressOf, type ProjectionStatistics, type ProjectionStatus } from './statistics.js';
 import { event, WriteSet } from './write-set.js';
 import {
   decodeCheckpointBody, encodeCheckpointBody, isOfEpoch, readTag, tagMetadata, tagVersion, type PartitionValue,
@@ -25,8 +26,6 @@ import {
 // checkpoint streams: the sandbox keeps --projection-partition-cache of them and asks for the
 // others when an event needs them, and the host holds only those not yet written. A start reads
 // the root checkpoint alone, whatever the number of partitions.
-
-export type ProjectionStatus = 'Stopped' | 'Preparing' | 'Running' | 'Stopping' | 'Faulted' | 'Completed' | 'Aborted';
 
 export interface RuntimeLimits {
   memoryLimitMb: number;
@@ -80,23 +79,9 @@ const MAX_EMITS_PER_CHECKPOINT = 250;
 const MAX_PARTITIONS_PER_CHECKPOINT = 2000;
 
 export class Projection {
-  status: ProjectionStatus = 'Stopped';
-  stateReason = '';
-  /** Position of the next record to read. */
-  position = 0;
-  lastCheckpointPosition = -1;
-  eventsProcessedAfterRestart = 0;
-  bufferedEvents = 0;
-  coreProcessingTimeMs = 0;
-  /** Reads done ahead of the handlers: the next batch, read while the sandbox works on this one (0 or 1). */
-  readsInProgress = 0;
-  /** Checkpoint writes in flight: a checkpoint starts only once the previous one is written (0 or 1). */
-  writesInProgress = 0;
-  /** Records of the checkpoint write in flight (`checkpointStatus`), and the emitted and result events among them. */
-  writeRecordsInFlight = 0;
-  writePendingEventsBeforeCheckpoint = 0;
-  /** Events a system projection skipped because the store refuses the stream it derives from them. */
-  eventsSkipped = 0;
+  private runStatus: ProjectionStatus = 'Stopped';
+  private stateReason = '';
+  private readonly counters = newRunCounters();
   definition: SourceDefinition | undefined;
 
   private engine: Engine | undefined;
@@ -159,15 +144,20 @@ export class Projection {
     return this.definition?.resultStreamName?.trim() || defaultResultStream(this.name);
   }
 
-  /** Emitted and result events waiting for the next checkpoint (the one after the write in flight, if any). */
-  get writePendingEventsAfterCheckpoint(): number {
-    return this.pendingEmits.length + this.pendingResults.length;
+  get status(): ProjectionStatus {
+    return this.runStatus;
   }
 
-  /** Partitions held in memory: resident in the sandbox while it runs, else those a run without checkpoints kept. */
-  get partitionsCached(): number {
-    if (this.engine && !this.engine.disposed) return this.engine.resident ?? 0;
-    return (this.all?.size ?? 0) + (this.root ? 1 : 0);
+  /** The projection's figures now: a copy, unaffected by what happens next. */
+  snapshot(): ProjectionStatistics {
+    return {
+      ...this.counters,
+      status: this.runStatus,
+      stateReason: this.stateReason,
+      progress: progressOf(this.runStatus, this.counters.position, this.store.headPosition),
+      writePendingEventsAfterCheckpoint: this.pendingEmits.length + this.pendingResults.length,
+      partitionsCached: this.engine && !this.engine.disposed ? this.engine.resident ?? 0 : (this.all?.size ?? 0) + (this.root ? 1 : 0),
+    };
   }
 
   /** Raw state and result JSON of a partition ('' when none): live from the sandbox while it runs. */
@@ -204,10 +194,10 @@ export class Projection {
   /** Loads the checkpoint, prepares the sandbox and starts following the log. */
   async start(): Promise<void> {
     if (this.loop) return;
-    this.status = 'Preparing';
+    this.runStatus = 'Preparing';
     this.stateReason = '';
     this.stopRequested = false;
-    this.eventsProcessedAfterRestart = 0;
+    this.counters.eventsProcessedAfterRestart = 0;
     this.lastCheckpointAt = Date.now(); // checkpointAfterMs counts from the start, where the last checkpoint was loaded
     // A run starts from its last checkpoint, or from the beginning: nothing of an aborted run survives.
     this.clear();
@@ -232,11 +222,11 @@ export class Projection {
     }
     if (completed) {
       // A query that completed wrote its results and its last checkpoint: it stays as it ended.
-      this.status = 'Completed';
+      this.runStatus = 'Completed';
       this.release();
       return;
     }
-    this.status = 'Running';
+    this.runStatus = 'Running';
     this.loop = this.run().catch((err) => this.fault(`The ${this.name} projection failed: ${(err as Error).message}`))
       .finally(() => { this.loop = undefined; });
   }
@@ -245,12 +235,12 @@ export class Projection {
   async stop(checkpoint: boolean, finalStatus: ProjectionStatus = checkpoint ? 'Stopped' : 'Aborted'): Promise<void> {
     this.stopRequested = true;
     this.wake?.abort();
-    if (this.status === 'Running') this.status = 'Stopping';
+    if (this.runStatus === 'Running') this.runStatus = 'Stopping';
     await this.loop;
     await this.writing;
-    if (checkpoint && this.engine && this.status !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
+    if (checkpoint && this.engine && this.runStatus !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
     this.release();
-    if (this.status !== 'Faulted' && this.status !== 'Completed') this.status = finalStatus;
+    if (this.runStatus !== 'Faulted' && this.runStatus !== 'Completed') this.runStatus = finalStatus;
   }
 
   /** Forgets in-memory progress: the next start reads from its last checkpoint, or from the beginning (of a new epoch, after a reset). */
@@ -259,8 +249,8 @@ export class Projection {
     this.all = undefined;
     this.changed = new Map();
     this.inFlight = new Map();
-    this.position = 0;
-    this.lastCheckpointPosition = -1;
+    this.counters.position = 0;
+    this.counters.lastCheckpointPosition = -1;
     this.pendingEmits = [];
     this.pendingResults = [];
     this.newPartitions = [];
@@ -279,14 +269,14 @@ export class Projection {
 
   /** A projection restored as faulted: it does not run until an operator enables or resets it. */
   restoreFault(reason: string): void {
-    this.status = 'Faulted';
+    this.runStatus = 'Faulted';
     this.stateReason = reason;
   }
 
   private fault(reason: string): void {
-    if (this.status === 'Faulted') return; // the first reason is the cause; later ones are its echoes
+    if (this.runStatus === 'Faulted') return; // the first reason is the cause; later ones are its echoes
     this.onFault(reason);
-    this.status = 'Faulted';
+    this.runStatus = 'Faulted';
     this.stateReason = reason;
     this.stopRequested = true;
     this.log.warn({ projection: this.name, reason }, 'projection faulted');
@@ -362,11 +352,11 @@ export class Projection {
     const endAtStart = this.store.headPosition;
     let next: PreparedBatch | undefined;
     while (!this.stopRequested) {
-      if (!next) await this.joinConvoy(this.position);
-      const batch: PreparedBatch = next ?? this.prepare(this.position);
+      if (!next) await this.joinConvoy(this.counters.position);
+      const batch: PreparedBatch = next ?? this.prepare(this.counters.position);
       next = undefined;
-      this.readsInProgress = 0;
-      this.bufferedEvents = batch.count;
+      this.counters.readsInProgress = 0;
+      this.counters.bufferedEvents = batch.count;
       this.unhandledBytes += batch.unhandledBytes;
       if (batch.count > 0) {
         const started = performance.now();
@@ -376,11 +366,11 @@ export class Projection {
         // While the sandbox works on this batch, read the next one.
         if (!batch.caughtUp && (this.streamSource() || !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition, this.skipsSystem))) {
           next = this.prepare(batch.nextPosition);
-          this.readsInProgress = 1;
-          this.bufferedEvents += next.count;
+          this.counters.readsInProgress = 1;
+          this.counters.bufferedEvents += next.count;
         }
         const outcome = await processing;
-        this.coreProcessingTimeMs += performance.now() - started;
+        this.counters.coreProcessingTimeMs += performance.now() - started;
         if (outcome.emitted.length > 0 && !this.persisted.config.emitEnabled) {
           // The prelude refuses emits without emit enabled; this guards against a query that tampered with it.
           outcome.fault ??= { message: "'emit' is not allowed by the projection/configuration/mode", index: 0 };
@@ -396,9 +386,9 @@ export class Projection {
         this.lastHandledPosition = batch.positions[batch.positions.length - 1];
         if (outcome.handled > 0) this.unhandledBytes = 0;
       }
-      this.bufferedEvents = next?.count ?? 0;
-      this.position = batch.nextPosition;
-      if (this.persisted.mode !== 'Continuous' && this.position >= endAtStart) {
+      this.counters.bufferedEvents = next?.count ?? 0;
+      this.counters.position = batch.nextPosition;
+      if (this.persisted.mode !== 'Continuous' && this.counters.position >= endAtStart) {
         await this.complete();
         return;
       }
@@ -479,7 +469,7 @@ export class Projection {
   }
 
   private async waitForCommit(): Promise<void> {
-    if (this.store.headPosition > this.position) return; // written meanwhile (our own checkpoint, too)
+    if (this.store.headPosition > this.counters.position) return; // written meanwhile (our own checkpoint, too)
     this.wake = new AbortController();
     // Pending emitted events wake the loop when their checkpoint is due, even if nothing is written.
     const dueIn = this.persisted.config.checkpointAfterMs - (Date.now() - this.lastCheckpointAt);
@@ -513,7 +503,7 @@ export class Projection {
   }
 
   private apply(outcome: BatchOutcome): void {
-    this.eventsProcessedAfterRestart += outcome.processed;
+    this.counters.eventsProcessedAfterRestart += outcome.processed;
     this.handledSinceCheckpoint += outcome.handled;
     this.partitionsTouched = outcome.touched ?? 0;
     this.applyChanges(outcome.changed);
@@ -529,10 +519,10 @@ export class Projection {
   }
 
   private skip(reason: string): void {
-    this.eventsSkipped++;
+    const skipped = ++this.counters.eventsSkipped;
     // Logged, but a flood of such events must not flood the log: the first ten, then every 1,000th.
-    if (this.eventsSkipped <= 10 || this.eventsSkipped % 1000 === 0) {
-      this.log.warn({ projection: this.name, skipped: this.eventsSkipped, reason }, 'projection skipped an event the store cannot index');
+    if (skipped <= 10 || skipped % 1000 === 0) {
+      this.log.warn({ projection: this.name, skipped, reason }, 'projection skipped an event the store cannot index');
     }
   }
 
@@ -550,7 +540,7 @@ export class Projection {
    */
   private async startCheckpoint(): Promise<void> {
     await this.writing;
-    if (!this.checkpoints || this.status === 'Faulted') return;
+    if (!this.checkpoints || this.runStatus === 'Faulted') return;
     try {
       await this.collect();
     } catch (err) {
@@ -559,7 +549,7 @@ export class Projection {
       return;
     }
     const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
-    const position = this.position;
+    const position = this.counters.position;
     const tagMeta = tagMetadata(this.tag, position);
     for (const e of this.engine?.checkpointEvents?.(tagMeta) ?? []) this.pendingEmits.push(e);
     this.addEmits(writes, tagMeta);
@@ -576,20 +566,20 @@ export class Projection {
     this.unhandledBytes = 0;
     this.touchedSinceCheckpoint = false;
     this.lastCheckpointAt = Date.now();
-    this.writesInProgress = 1;
-    this.writeRecordsInFlight = writes.count;
-    this.writePendingEventsBeforeCheckpoint = visibleEvents;
+    this.counters.writesInProgress = 1;
+    this.counters.writeRecordsInFlight = writes.count;
+    this.counters.writePendingEventsBeforeCheckpoint = visibleEvents;
     // Checkpoint, states and emitted events stay one atomic batch; its fsync can wait for the
     // next synced write, since after a crash the projection redoes everything since the last
     // checkpoint that made it (exactly once either way).
     this.writing = this.store.transact(writes.toStreamWrites(), true).then(
-      () => { this.lastCheckpointPosition = position; },
+      () => { this.counters.lastCheckpointPosition = position; },
       (err: Error) => this.fault(`The ${this.name} projection failed: ${err.message}`),
     ).finally(() => {
       if (this.inFlight === flight) this.inFlight = new Map();
-      this.writesInProgress = 0;
-      this.writeRecordsInFlight = 0;
-      this.writePendingEventsBeforeCheckpoint = 0;
+      this.counters.writesInProgress = 0;
+      this.counters.writeRecordsInFlight = 0;
+      this.counters.writePendingEventsBeforeCheckpoint = 0;
     });
   }
 
@@ -679,7 +669,7 @@ export class Projection {
     await this.writing;
     await this.collect();
     const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
-    const tagMeta = tagMetadata(this.tag, this.position);
+    const tagMeta = tagMetadata(this.tag, this.counters.position);
     this.addEmits(writes, tagMeta);
     const main = this.resultStreamName;
     if (this.definition!.handlerOrder.length === 0) this.addResults(writes, tagMeta); // results while running; the end adds only $Eof
@@ -700,8 +690,8 @@ export class Projection {
     this.newPartitions = [];
     this.pendingEmits = [];
     this.pendingResults = [];
-    this.lastCheckpointPosition = this.position;
-    this.status = 'Completed';
+    this.counters.lastCheckpointPosition = this.counters.position;
+    this.runStatus = 'Completed';
     this.release();
   }
 
@@ -721,21 +711,14 @@ export class Projection {
     return ordered;
   }
 
-  /** Progress through the log in percent. */
-  progress(): number {
-    const head = this.store.headPosition;
-    if (this.status === 'Completed') return 100;
-    return head === 0 ? 100 : Math.min(100, Math.round((this.position / head) * 10000) / 100);
-  }
-
   /** Reads the last checkpoint: the position and the root partition (the other partitions are read when used). */
   private loadCheckpoint(): { root: PartitionValue | undefined; completed: boolean } | undefined {
     const last = this.store.readEvent(checkpointStream(this.name), -1);
     if (last.status !== 'ok' || !last.event.event) return undefined;
     const tag = readTag(last.event.event.metadata);
     if (!isOfEpoch(tag, this.id, this.persisted.epoch)) return undefined;
-    this.position = tag!.position;
-    this.lastCheckpointPosition = this.position;
+    this.counters.position = tag!.position;
+    this.counters.lastCheckpointPosition = this.counters.position;
     return { root: decodeCheckpointBody(last.event.event.data), completed: tag!.completed };
   }
 
