@@ -34,15 +34,16 @@ export interface ProjectionStatistics {
   readonly partitionsCached: number;
 }
 
-type Derived = 'status' | 'stateReason' | 'progress' | 'partitionsCached' | 'writePendingEventsAfterCheckpoint';
+type Derived = 'status' | 'stateReason' | 'progress' | 'partitionsCached'
+  | 'writesInProgress' | 'writeRecordsInFlight' | 'writePendingEventsBeforeCheckpoint' | 'writePendingEventsAfterCheckpoint';
 
-/** What a projection counts itself (the projection alone writes them); the rest is derived when read. */
+/** What a projection counts itself (the projection alone writes them); the rest is read from its parts. */
 export type RunCounters = { -readonly [K in Exclude<keyof ProjectionStatistics, Derived>]: ProjectionStatistics[K] };
 
 export function newRunCounters(): RunCounters {
   return {
     position: 0, lastCheckpointPosition: -1, eventsProcessedAfterRestart: 0, eventsSkipped: 0, bufferedEvents: 0,
-    coreProcessingTimeMs: 0, readsInProgress: 0, writesInProgress: 0, writeRecordsInFlight: 0, writePendingEventsBeforeCheckpoint: 0,
+    coreProcessingTimeMs: 0, readsInProgress: 0,
   };
 }
 
