@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProjectionManager } from '../projections/manager.js';
 import type { Projection } from '../projections/projection.js';
+import type { ProjectionStatistics } from '../projections/statistics.js';
 import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
 import { ApiError, badRequest } from './errors.js';
 import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
@@ -76,34 +77,37 @@ function source(req: FastifyRequest): string {
   return Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
 }
 
-function statusText(p: Projection): string {
-  let status: string = p.status;
-  if ((p.status === 'Stopped' || p.status === 'Faulted') && p.persisted.enabled) status += ' (Enabled)';
+function statusText(p: Projection, s: ProjectionStatistics): string {
+  let status: string = s.status;
+  if ((s.status === 'Stopped' || s.status === 'Faulted') && p.persisted.enabled) status += ' (Enabled)';
   return status;
 }
+
+const logPosition = (position: number) => `C:${position}/P:${position}`;
 
 function statistics(base: string, p: Projection): Record<string, unknown> {
   const url = `${base}/projection/${encodeURIComponent(p.name)}`;
   const produces = p.definition?.producesResults ?? false;
+  const s = p.snapshot();
   return {
-    coreProcessingTime: Math.round(p.coreProcessingTimeMs),
+    coreProcessingTime: Math.round(s.coreProcessingTimeMs),
     version: p.persisted.version,
     epoch: p.persisted.epoch,
     effectiveName: p.name,
-    writesInProgress: p.writesInProgress,
-    readsInProgress: p.readsInProgress,
-    partitionsCached: p.partitionsCached,
-    status: statusText(p),
-    stateReason: p.stateReason,
+    writesInProgress: s.writesInProgress,
+    readsInProgress: s.readsInProgress,
+    partitionsCached: s.partitionsCached,
+    status: statusText(p, s),
+    stateReason: s.stateReason,
     name: p.name,
     mode: p.persisted.mode,
-    position: `C:${p.position}/P:${p.position}`,
-    progress: p.progress(),
-    lastCheckpoint: p.lastCheckpointPosition < 0 ? 'C:-1/P:-1' : `C:${p.lastCheckpointPosition}/P:${p.lastCheckpointPosition}`,
-    eventsProcessedAfterRestart: p.eventsProcessedAfterRestart,
+    position: logPosition(s.position),
+    progress: s.progress,
+    lastCheckpoint: logPosition(s.lastCheckpointPosition),
+    eventsProcessedAfterRestart: s.eventsProcessedAfterRestart,
     // Not in the established servers: events a system projection could not index (the stream it
     // derives is one the store refuses), counted since the start.
-    eventsSkipped: p.eventsSkipped,
+    eventsSkipped: s.eventsSkipped,
     statusUrl: url,
     stateUrl: `${url}/state`,
     resultUrl: `${url}/result`,
@@ -111,10 +115,10 @@ function statistics(base: string, p: Projection): Record<string, unknown> {
     resultStreamUrl: produces ? `${base}/streams/${escapeStream(p.resultStreamName)}` : null,
     enableCommandUrl: `${url}/command/enable`,
     disableCommandUrl: `${url}/command/disable`,
-    checkpointStatus: p.writesInProgress > 0 ? `Writing (${p.writeRecordsInFlight})` : '',
-    bufferedEvents: p.bufferedEvents,
-    writePendingEventsBeforeCheckpoint: p.writePendingEventsBeforeCheckpoint,
-    writePendingEventsAfterCheckpoint: p.writePendingEventsAfterCheckpoint,
+    checkpointStatus: s.writesInProgress > 0 ? `Writing (${s.writeRecordsInFlight})` : '',
+    bufferedEvents: s.bufferedEvents,
+    writePendingEventsBeforeCheckpoint: s.writePendingEventsBeforeCheckpoint,
+    writePendingEventsAfterCheckpoint: s.writePendingEventsAfterCheckpoint,
   };
 }
 
@@ -230,7 +234,8 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
       const partition = (req.query as Query).partition ?? '';
       const value = await p.read(partition);
       const body = which === 'state' ? value.state : value.result;
-      const position = JSON.stringify({ $c: p.position, $p: p.position });
+      const { position: at } = p.snapshot();
+      const position = JSON.stringify({ $c: at, $p: at });
       reply.headers(inEverySpelling('Position', position));
       return reply.code(200).type('application/json; charset=utf-8').send(body);
     });

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ExpectedVersion, jsonEvent, proposedEvent, type Store } from '../store/index.js';
-import { Projection, type RuntimeLimits } from './projection.js';
+import { Projection } from './projection.js';
 import { JsEngine } from './engine.js';
 import { isSystemProjection, NativeEngine, SYSTEM_PROJECTIONS } from './system.js';
-import { DEFAULT_CONFIG, type PersistedProjection, type ProjectionConfig, type ProjectionMode, type RunAs } from './model.js';
+import {
+  DEFAULT_CONFIG, type PersistedProjection, type ProjectionConfig, type ProjectionMode, type RunAs, type RuntimeLimits,
+} from './model.js';
 import {
   checkpointStream, emittedStreamsStream, EVENT, partitionsStream, projectionStream, REGISTRY_STREAM,
 } from './streams.js';

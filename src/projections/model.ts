@@ -1,4 +1,5 @@
-// The persisted shape of a projection (its `$ProjectionUpdated` event) and its configuration.
+// The persisted shape of a projection (its `$ProjectionUpdated` event), its configuration, and the
+// limits the node sets for every projection it runs.
 
 export type ProjectionMode = 'Transient' | 'OneTime' | 'Continuous';
 
@@ -47,4 +48,14 @@ export interface PersistedProjection {
    * restart it stays faulted where it stopped instead of replaying into the same wall.
    */
   faultedReason?: string;
+}
+
+/** What the node's options allow every projection it runs. */
+export interface RuntimeLimits {
+  memoryLimitMb: number;
+  executionTimeoutMs: number;
+  /** Largest state + result of one partition in bytes (MaxProjectionStateSize); 0: no limit of its own. */
+  maxStateBytes: number;
+  /** Partitions a sandbox keeps resident when they can be read back from their checkpoints. */
+  partitionCache: number;
 }

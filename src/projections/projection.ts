@@ -1,67 +1,26 @@
 import type { Logger } from 'pino';
-import {
-  LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, shownName, type EventRecord, type Store,
-} from '../store/index.js';
-import type { BatchOutcome, ChangedPartition, EmittedEvent, StoredPartition } from './sandbox.js';
+import type { Store } from '../store/index.js';
+import type { BatchOutcome, StoredPartition } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
-import { selectEvent, type Selected } from './source.js';
-import { StreamSourceReader } from './stream-source.js';
-import { eventFilterOf, type EventFilter } from './definition.js';
 import type { SourceDefinition } from './language/source-definition.js';
-import type { PersistedProjection } from './model.js';
-import { event, readTag, readTagObject, WriteSet } from './write-set.js';
-import {
-  checkpointStream, defaultResultStream, emittedStreamsStream, EVENT, partitionCheckpointStream,
-  partitionResultStream, partitionsStream,
-} from './streams.js';
+import type { PersistedProjection, RuntimeLimits } from './model.js';
+import { BatchReader, type BatchLimits, type PreparedBatch } from './batch-reader.js';
+import { tagVersion } from './checkpoint-codec.js';
+import { EmitWriter } from './emit-writer.js';
+import { PartitionCache } from './partition-cache.js';
+import { defaultResultStream } from './streams.js';
+import { newRunCounters, progressOf, type ProjectionStatistics, type ProjectionStatus } from './statistics.js';
 
-// One projection at run time: it reads the log from its checkpoint, hands the events its query
-// selects to its sandbox in batches, and writes checkpoint, changed partition states, results and
-// emitted events together in ONE store transaction, so a crash resumes from the last checkpoint
-// with nothing emitted twice and nothing lost. With checkpoints, partition states live in their
-// checkpoint streams: the sandbox keeps --projection-partition-cache of them and asks for the
-// others when an event needs them, and the host holds only those not yet written. A start reads
-// the root checkpoint alone, whatever the number of partitions.
+// One projection at run time: the run loop and its policy. It reads the log from its checkpoint
+// (batch-reader.ts), hands the events its query selects to its engine in batches, and decides when
+// to checkpoint; a checkpoint writes changed partition states, results and emitted events together
+// in ONE store transaction (emit-writer.ts), so a crash resumes from the last checkpoint with
+// nothing emitted twice and nothing lost. The host's copy of the partitions is partition-cache.ts;
+// what a checkpoint holds and how it is read back, checkpoint-codec.ts. Its figures are read
+// through snapshot().
 
-export type ProjectionStatus = 'Stopped' | 'Preparing' | 'Running' | 'Stopping' | 'Faulted' | 'Completed' | 'Aborted';
-
-export interface RuntimeLimits {
-  memoryLimitMb: number;
-  executionTimeoutMs: number;
-  /** Largest state + result of one partition in bytes (MaxProjectionStateSize); 0: no limit of its own. */
-  maxStateBytes: number;
-  /** Partitions a sandbox keeps resident when they can be read back from their checkpoints. */
-  partitionCache: number;
-}
-
-interface PartitionValue { state: string | null; result: string | null }
-
-/**
- * One batch for the engine: the selected events, encoded for it, their log positions, and the log
- * bytes of the records it read that the query does not select (unhandled bytes).
- */
-interface PreparedBatch {
-  encoded: unknown; count: number; positions: number[]; nextPosition: number; caughtUp: boolean; unhandledBytes: number;
-}
-
-/**
- * Records read per batch at most: big enough to amortise a sandbox call, small enough to keep the
- * event loop responsive. A projection's pendingEventsThreshold lowers it (see readBatchSize).
- */
-const READ_BATCH = 2000;
 /** A projection that handled events and then went quiet checkpoints its states after this long. */
 const IDLE_CHECKPOINT_MS = 1000;
-/** Bounds the streams this run remembers having claimed; a forgotten one is checked again from its last event. */
-const OWNED_STREAMS_CACHE = 10_000;
-/**
- * A live projection reads the log at most this often. Every read and sandbox call has a fixed
- * cost; with many projections and a busy log, one call per commit per projection saturated the
- * node (measured: 20 projections at 1,000 appends/s). Under light load nothing waits: the first
- * commit after a quiet period is read at once.
- */
-const LIVE_READ_INTERVAL_MS = 10;
-/** A projection waits this long at most for slower ones in the convoy (see joinConvoy); then it reads on its own. */
-const CONVOY_WAIT_MS = 30_000;
 /**
  * Emitted events (to all streams together) that make a checkpoint due whatever the settings say:
  * each is a record of the checkpoint's one atomic write, and 1,000 of them held the event loop
@@ -79,59 +38,25 @@ const MAX_EMITS_PER_CHECKPOINT = 250;
 const MAX_PARTITIONS_PER_CHECKPOINT = 2000;
 
 export class Projection {
-  status: ProjectionStatus = 'Stopped';
-  stateReason = '';
-  /** Position of the next record to read. */
-  position = 0;
-  lastCheckpointPosition = -1;
-  eventsProcessedAfterRestart = 0;
-  bufferedEvents = 0;
-  coreProcessingTimeMs = 0;
-  /** Reads done ahead of the handlers: the next batch, read while the sandbox works on this one (0 or 1). */
-  readsInProgress = 0;
-  /** Checkpoint writes in flight: a checkpoint starts only once the previous one is written (0 or 1). */
-  writesInProgress = 0;
-  /** Records of the checkpoint write in flight (`checkpointStatus`), and the emitted and result events among them. */
-  writeRecordsInFlight = 0;
-  writePendingEventsBeforeCheckpoint = 0;
-  /** Events a system projection skipped because the store refuses the stream it derives from them. */
-  eventsSkipped = 0;
+  private runStatus: ProjectionStatus = 'Stopped';
+  private stateReason = '';
+  private readonly counters = newRunCounters();
   definition: SourceDefinition | undefined;
 
   private engine: Engine | undefined;
-  private filter: EventFilter | undefined;
-  /** Reads a query's named streams or categories (streamSource), made at the first read of a run. */
-  private sourceReader: StreamSourceReader | undefined;
-  /** The root partition ('', the state of an unpartitioned query and the shared state of a bi-state one). */
-  private root: PartitionValue | undefined;
-  /** Every partition, kept only by a run without checkpoints (nothing to read them back from). */
-  private all: Map<string, PartitionValue> | undefined;
-  /** Partitions collected since the last checkpoint began: the next checkpoint writes them. */
-  private changed = new Map<string, PartitionValue>();
-  /** Partitions of the checkpoint being written: read from here until it is. */
-  private inFlight = new Map<string, PartitionValue>();
+  private reader: BatchReader | undefined;
+  private writer: EmitWriter | undefined;
+  private partitions: PartitionCache;
   private loop: Promise<void> | undefined;
   /** The checkpoint being written. */
   private writing: Promise<void> | undefined;
   private stopRequested = false;
   private wake: AbortController | undefined;
-  private lastLiveReadAt = 0;
-  // Since the last checkpoint:
-  private pendingEmits: EmittedEvent[] = [];
-  /** Result changes since the last checkpoint, one per change in event order: [partition, result JSON | null]. */
-  private pendingResults: [string, string | null][] = [];
-  private newPartitions: string[] = [];
-  private handledSinceCheckpoint = 0;
-  /** Log bytes of records the query did not select, since the last checkpoint or handled batch. */
-  private unhandledBytes = 0;
+  /** What the checkpoint policy weighs, since the last checkpoint. */
+  private since = sinceCheckpoint();
   /** Partitions changed in the engine since the last collection (as it last reported). */
   private partitionsTouched = 0;
   private lastHandledPosition = 0;
-  /** Some event was handled since the last checkpoint (its state changes are still in the sandbox). */
-  private touchedSinceCheckpoint = false;
-  private lastCheckpointAt = 0;
-  /** Streams this run has checked it may write to (ownership, epoch truncation), least recently used first. */
-  private readonly ownedStreams = new Map<string, true>();
 
   constructor(public persisted: PersistedProjection, readonly id: number, private readonly store: Store,
     private readonly log: Logger, private readonly limits: RuntimeLimits,
@@ -140,14 +65,16 @@ export class Projection {
     /** Makes the engine that runs this projection's handlers (sandboxed JS, or native). */
     private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, StoredPartition>, partitionCache: number) => Promise<Engine>,
     /** Told once when the projection faults (the manager keeps the reason across restarts). */
-    private readonly onFault: (reason: string) => void = () => undefined) {}
+    private readonly onFault: (reason: string) => void = () => undefined) {
+    this.partitions = this.newPartitionCache();
+  }
 
   get name(): string {
     return this.persisted.name;
   }
 
-  get tag(): string {
-    return `${this.id}:${this.persisted.epoch}:${this.persisted.version}:4`;
+  get status(): ProjectionStatus {
+    return this.runStatus;
   }
 
   get checkpoints(): boolean {
@@ -158,75 +85,62 @@ export class Projection {
     return this.definition?.resultStreamName?.trim() || defaultResultStream(this.name);
   }
 
-  /** Emitted and result events waiting for the next checkpoint (the one after the write in flight, if any). */
-  get writePendingEventsAfterCheckpoint(): number {
-    return this.pendingEmits.length + this.pendingResults.length;
-  }
-
-  /** Partitions held in memory: resident in the sandbox while it runs, else those a run without checkpoints kept. */
-  get partitionsCached(): number {
-    if (this.engine && !this.engine.disposed) return this.engine.resident ?? 0;
-    return (this.all?.size ?? 0) + (this.root ? 1 : 0);
+  /** The projection's figures now: a copy, unaffected by what happens next. */
+  snapshot(): ProjectionStatistics {
+    const flight = this.writer?.inFlight;
+    return {
+      ...this.counters,
+      status: this.runStatus,
+      stateReason: this.stateReason,
+      progress: progressOf(this.runStatus, this.counters.position, this.store.headPosition),
+      writesInProgress: flight ? 1 : 0,
+      writeRecordsInFlight: flight?.records ?? 0,
+      writePendingEventsBeforeCheckpoint: flight?.visibleEvents ?? 0,
+      writePendingEventsAfterCheckpoint: this.writer?.pendingEvents ?? 0,
+      partitionsCached: this.engine && !this.engine.disposed ? this.engine.resident ?? 0 : this.partitions.size,
+    };
   }
 
   /** Raw state and result JSON of a partition ('' when none): live from the sandbox while it runs. */
-  async read(partition: string): Promise<{ state: string; result: string }> {
-    if (this.engine && !this.engine.disposed) {
-      try {
-        const live = await this.engine.partition(partition);
-        if (live !== null) return { state: live[0] ?? '', result: live[1] ?? '' };
-      } catch {
-        // the sandbox went away meanwhile: answer from the last collected copy
-      }
-    }
-    const v = this.valueOf(partition);
-    return { state: v?.state ?? '', result: v?.result ?? '' };
+  read(partition: string): Promise<{ state: string; result: string }> {
+    return this.partitions.read(partition, this.engine);
   }
-
-  /** The last collected state and result of a partition: the host's copy, else its checkpoint. */
-  private valueOf(partition: string): PartitionValue | undefined {
-    if (partition === '') return this.root;
-    if (this.all) return this.all.get(partition);
-    return this.changed.get(partition) ?? this.inFlight.get(partition) ?? this.readStored(partition);
-  }
-
-  /** The sandbox's lookup: the stored states of partitions it does not hold. */
-  private readonly lookup = (partitions: string[]): Record<string, StoredPartition> => {
-    const out: Record<string, StoredPartition> = {};
-    for (const p of partitions) {
-      const v = this.valueOf(p);
-      out[p] = v ? [v.state, v.result] : null;
-    }
-    return out;
-  };
 
   /** Loads the checkpoint, prepares the sandbox and starts following the log. */
   async start(): Promise<void> {
     if (this.loop) return;
-    this.status = 'Preparing';
+    this.runStatus = 'Preparing';
     this.stateReason = '';
     this.stopRequested = false;
-    this.eventsProcessedAfterRestart = 0;
-    this.lastCheckpointAt = Date.now(); // checkpointAfterMs counts from the start, where the last checkpoint was loaded
+    this.counters.eventsProcessedAfterRestart = 0;
     // A run starts from its last checkpoint, or from the beginning: nothing of an aborted run survives.
+    // (checkpointAfterMs counts from the start, where the last checkpoint was loaded.)
     this.clear();
+    let completed = false;
     try {
-      const root = this.checkpoints ? this.loadCheckpoint() : undefined;
+      const tag = this.checkpoints ? this.partitions.restoreRoot() : undefined;
+      if (tag) this.counters.position = this.counters.lastCheckpointPosition = tag.position;
+      completed = tag?.completed === true && this.persisted.mode === 'OneTime';
+      const root = this.partitions.root;
       const engine = await this.createEngine(this.persisted, {
         memoryLimitMb: this.limits.memoryLimitMb,
         timeoutMs: this.persisted.config.projectionExecutionTimeout ?? this.limits.executionTimeoutMs,
       }, root ? { '': [root.state, root.result] } : {}, this.checkpoints ? this.limits.partitionCache : 0);
       this.engine = engine;
       this.definition = engine.definition;
-      this.sourceReader = undefined;
-      this.filter = eventFilterOf(engine.definition);
-      this.root = root;
-      this.all = this.checkpoints ? undefined : new Map();
+      this.reader = new BatchReader(this.store, engine);
+      this.writer = this.newEmitWriter();
     } catch (err) {
       this.fault((err as Error).message);
       return;
     }
-    this.status = 'Running';
+    if (completed) {
+      // A query that completed wrote its results and its last checkpoint: it stays as it ended.
+      this.runStatus = 'Completed';
+      this.release();
+      return;
+    }
+    this.runStatus = 'Running';
     this.loop = this.run().catch((err) => this.fault(`The ${this.name} projection failed: ${(err as Error).message}`))
       .finally(() => { this.loop = undefined; });
   }
@@ -235,96 +149,61 @@ export class Projection {
   async stop(checkpoint: boolean, finalStatus: ProjectionStatus = checkpoint ? 'Stopped' : 'Aborted'): Promise<void> {
     this.stopRequested = true;
     this.wake?.abort();
-    if (this.status === 'Running') this.status = 'Stopping';
+    if (this.runStatus === 'Running') this.runStatus = 'Stopping';
     await this.loop;
     await this.writing;
-    if (checkpoint && this.engine && this.status !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
+    if (checkpoint && this.engine && this.runStatus !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
     this.release();
-    if (this.status !== 'Faulted' && this.status !== 'Completed') this.status = finalStatus;
+    if (this.runStatus !== 'Faulted' && this.runStatus !== 'Completed') this.runStatus = finalStatus;
   }
 
   /** Forgets in-memory progress: the next start reads from its last checkpoint, or from the beginning (of a new epoch, after a reset). */
   clear(): void {
-    this.root = undefined;
-    this.all = undefined;
-    this.changed = new Map();
-    this.inFlight = new Map();
-    this.position = 0;
-    this.lastCheckpointPosition = -1;
-    this.pendingEmits = [];
-    this.pendingResults = [];
-    this.newPartitions = [];
-    this.handledSinceCheckpoint = 0;
-    this.unhandledBytes = 0;
+    this.partitions = this.newPartitionCache();
+    this.counters.position = 0;
+    this.counters.lastCheckpointPosition = -1;
+    this.writer = undefined;
+    this.since = sinceCheckpoint();
     this.partitionsTouched = 0;
-    this.touchedSinceCheckpoint = false;
-    this.ownedStreams.clear();
+  }
+
+  private newPartitionCache(): PartitionCache {
+    return new PartitionCache(this.store, {
+      name: this.name, projectionId: this.id, epoch: this.persisted.epoch, checkpoints: this.checkpoints, maxStateBytes: this.limits.maxStateBytes,
+    });
+  }
+
+  /** The writer of a run: what it writes with is fixed while it runs (definitions and settings change only while stopped). */
+  private newEmitWriter(): EmitWriter {
+    const { epoch, version, config } = this.persisted;
+    return new EmitWriter(this.store, {
+      name: this.name, projectionId: this.id, epoch, tagVersion: tagVersion(this.id, epoch, version),
+      trackEmittedStreams: config.trackEmittedStreams, maxWriteLength: config.maxWriteBatchLength,
+      resultStreamName: this.resultStreamName, partitionResultPattern: this.definition!.partitionResultStreamNamePattern,
+      isLiveProjection: this.isLiveProjection,
+    });
   }
 
   private release(): void {
-    this.store.blocks.leave(this);
+    this.reader?.leave();
     this.engine?.dispose();
     this.engine = undefined;
   }
 
   /** A projection restored as faulted: it does not run until an operator enables or resets it. */
   restoreFault(reason: string): void {
-    this.status = 'Faulted';
+    this.runStatus = 'Faulted';
     this.stateReason = reason;
   }
 
   private fault(reason: string): void {
-    if (this.status === 'Faulted') return; // the first reason is the cause; later ones are its echoes
+    if (this.runStatus === 'Faulted') return; // the first reason is the cause; later ones are its echoes
     this.onFault(reason);
-    this.status = 'Faulted';
+    this.runStatus = 'Faulted';
     this.stateReason = reason;
     this.stopRequested = true;
     this.log.warn({ projection: this.name, reason }, 'projection faulted');
     this.release();
-  }
-
-  /** A query over $all never reads system streams: the log's reads leave them out (log-spaces.ts). */
-  private get skipsSystem(): boolean {
-    return !this.engine?.select && this.definition!.allStreams;
-  }
-
-  /** A query over named streams or categories reads them through the stream index, not the log. */
-  private streamSource(): StreamSourceReader | undefined {
-    const def = this.definition!;
-    if (this.engine?.select || def.allStreams) return undefined;
-    return (this.sourceReader ??= new StreamSourceReader(this.store, [...def.streams, ...def.categories.map((c) => `$ce-${c}`)]));
-  }
-
-  /** Reads the next page of the log, keeps what the query selects and encodes it for the engine. */
-  private prepare(position: number): PreparedBatch {
-    const size = this.engine?.readBatchSize ?? READ_BATCH;
-    const source = this.streamSource();
-    const page = source ? source.read(position, size) : this.store.readAllForward(position, size, this, this.skipsSystem);
-    const { maxSelected, maxUnhandledBytes } = this.batchLimits();
-    const selected: Selected[] = [];
-    const positions: number[] = [];
-    const gaps = page.gaps;
-    let unhandledBytes = 0;
-    let nextPosition = page.nextPosition;
-    let cut = false;
-    for (let i = 0; i < page.records.length; i++) {
-      const record = page.records[i];
-      if (gaps) unhandledBytes += gaps[i];
-      const s = this.select(record);
-      if (s !== undefined) {
-        selected.push(s);
-        positions.push(record.position);
-      } else unhandledBytes += record.size;
-      if (selected.length >= maxSelected || unhandledBytes > maxUnhandledBytes) {
-        // The batch ends here, so that a checkpoint can follow at this very point.
-        nextPosition = record.position + record.size;
-        cut = i < page.records.length - 1;
-        break;
-      }
-    }
-    if (gaps && !cut) unhandledBytes += gaps[page.records.length];
-    const encoded = selected.length > 0 ? this.engine!.encode(selected) : undefined;
-    return { encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.isEnd, unhandledBytes };
   }
 
   /**
@@ -336,7 +215,7 @@ export class Projection {
    *   checkpointUnhandledBytesThreshold bytes of unselected records, so the checkpoint those
    *   suggest is written there and not a whole read page later.
    */
-  private batchLimits(): { maxSelected: number; maxUnhandledBytes: number } {
+  private batchLimits(): BatchLimits {
     const config = this.persisted.config;
     let maxSelected = Math.max(1, Math.floor(config.pendingEventsThreshold / 2));
     let maxUnhandledBytes = Infinity;
@@ -349,28 +228,30 @@ export class Projection {
 
   private async run(): Promise<void> {
     const engine = this.engine!;
+    const reader = this.reader!;
+    const counters = this.counters;
     const endAtStart = this.store.headPosition;
     let next: PreparedBatch | undefined;
     while (!this.stopRequested) {
-      if (!next) await this.joinConvoy(this.position);
-      const batch: PreparedBatch = next ?? this.prepare(this.position);
+      if (!next) await reader.joinConvoy(counters.position, () => this.stopRequested);
+      const batch: PreparedBatch = next ?? reader.read(counters.position, this.batchLimits());
       next = undefined;
-      this.readsInProgress = 0;
-      this.bufferedEvents = batch.count;
-      this.unhandledBytes += batch.unhandledBytes;
+      counters.readsInProgress = 0;
+      counters.bufferedEvents = batch.count;
+      this.since.unhandledBytes += batch.unhandledBytes;
       if (batch.count > 0) {
         const started = performance.now();
         // A checkpoint will follow this batch: collect the changed partitions with it (one sandbox call, not two).
-        const collectNow = this.checkpoints && this.handledSinceCheckpoint + batch.count >= this.persisted.config.checkpointHandledThreshold;
-        const processing = engine.process(batch.encoded, collectNow, this.lookup);
+        const collectNow = this.checkpoints && this.since.handled + batch.count >= this.persisted.config.checkpointHandledThreshold;
+        const processing = engine.process(batch.encoded, collectNow, this.partitions.lookup);
         // While the sandbox works on this batch, read the next one.
-        if (!batch.caughtUp && (this.streamSource() || !this.store.blocks.mustWait(this, batch.nextPosition, this.store.headPosition, this.skipsSystem))) {
-          next = this.prepare(batch.nextPosition);
-          this.readsInProgress = 1;
-          this.bufferedEvents += next.count;
+        if (!batch.caughtUp && reader.mayReadAhead(batch.nextPosition)) {
+          next = reader.read(batch.nextPosition, this.batchLimits());
+          counters.readsInProgress = 1;
+          counters.bufferedEvents += next.count;
         }
         const outcome = await processing;
-        this.coreProcessingTimeMs += performance.now() - started;
+        counters.coreProcessingTimeMs += performance.now() - started;
         if (outcome.emitted.length > 0 && !this.persisted.config.emitEnabled) {
           // The prelude refuses emits without emit enabled; this guards against a query that tampered with it.
           outcome.fault ??= { message: "'emit' is not allowed by the projection/configuration/mode", index: 0 };
@@ -384,19 +265,19 @@ export class Projection {
           return;
         }
         this.lastHandledPosition = batch.positions[batch.positions.length - 1];
-        if (outcome.handled > 0) this.unhandledBytes = 0;
+        if (outcome.handled > 0) this.since.unhandledBytes = 0;
       }
-      this.bufferedEvents = next?.count ?? 0;
-      this.position = batch.nextPosition;
-      if (this.persisted.mode !== 'Continuous' && this.position >= endAtStart) {
+      counters.bufferedEvents = next?.count ?? 0;
+      counters.position = batch.nextPosition;
+      if (this.persisted.mode !== 'Continuous' && counters.position >= endAtStart) {
         await this.complete();
         return;
       }
       if (this.checkpointDue(batch.caughtUp)) await this.startCheckpoint();
       if (batch.caughtUp) {
-        this.store.blocks.leave(this);
+        reader.leave();
         await this.waitForCommit();
-        await this.paceLiveReads();
+        if (!this.stopRequested) await reader.paceLiveReads();
       } else await new Promise<void>((resolve) => setImmediate(resolve)); // let HTTP requests in between batches
     }
   }
@@ -406,123 +287,26 @@ export class Projection {
     if (!this.engine || this.engine.disposed || this.partitionsTouched === 0) return; // nothing changed since the last collection
     const changed = await this.engine.collect();
     this.partitionsTouched = 0;
-    this.applyChanges(changed);
-  }
-
-  private applyChanges(changed: readonly ChangedPartition[]): void {
-    for (const [partition, state, result, , isNew] of changed) {
-      this.checkStateSize(partition, state, result);
-      const value = { state, result };
-      if (partition === '') {
-        this.root = value;
-        continue;
-      }
-      if (isNew) this.newPartitions.push(partition);
-      if (this.all) this.all.set(partition, value);
-      else this.changed.set(partition, value);
-    }
-  }
-
-  /** MaxProjectionStateSize: a partition whose state and result outgrow it faults the projection. */
-  private checkStateSize(partition: string, state: string | null, result: string | null): void {
-    const max = this.limits.maxStateBytes;
-    if (max <= 0) return;
-    const size = Buffer.byteLength(state ?? '', 'utf8') + (result === state ? 0 : Buffer.byteLength(result ?? '', 'utf8'));
-    if (size <= max) return;
-    const where = partition === '' ? '' : ` in partition '${shownName(partition)}'`;
-    throw new Error(`The state size of projection '${this.name}'${where} is ${size} bytes which exceeds the configured MaxProjectionStateSize of ${max} bytes.`);
-  }
-
-  /**
-   * The reference's rule (projections.md §13): a checkpoint is suggested once handled events reach
-   * checkpointHandledThreshold or unhandled log bytes pass checkpointUnhandledBytesThreshold, and
-   * checkpointAfterMs has passed since the last one. Emitted events and results are written with
-   * checkpoints here, so pending ones make a checkpoint due as soon as checkpointAfterMs allows; and
-   * a write that would grow too large (maxWriteBatchLength events for one emitted stream, or the
-   * fixed guards on all emits and on changed partitions) is written at once, whatever the time.
-   */
-  private checkpointDue(caughtUp: boolean): boolean {
-    if (!this.checkpoints) return false;
-    const config = this.persisted.config;
-    const pendingWrites = this.pendingEmits.length + this.pendingResults.length;
-    if (pendingWrites >= MAX_EMITS_PER_CHECKPOINT || this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
-    if (this.pendingEmits.length >= config.maxWriteBatchLength && this.longestEmittedWrite() >= config.maxWriteBatchLength) return true;
-    const since = Date.now() - this.lastCheckpointAt;
-    if (since < config.checkpointAfterMs) return false;
-    if (pendingWrites > 0) return true; // emitted events and results become visible with a checkpoint
-    if (this.handledSinceCheckpoint >= config.checkpointHandledThreshold) return true;
-    if (this.unhandledBytes > config.checkpointUnhandledBytesThreshold) return true;
-    // Beyond the reference: states changed and the log went quiet, so save them now.
-    return caughtUp && this.touchedSinceCheckpoint && since >= IDLE_CHECKPOINT_MS;
-  }
-
-  /** The most events pending for one emitted stream. */
-  private longestEmittedWrite(): number {
-    const perStream = new Map<string, number>();
-    let longest = 0;
-    for (const e of this.pendingEmits) {
-      const n = (perStream.get(e.streamId) ?? 0) + 1;
-      perStream.set(e.streamId, n);
-      if (n > longest) longest = n;
-    }
-    return longest;
-  }
-
-  private async waitForCommit(): Promise<void> {
-    if (this.store.headPosition > this.position) return; // written meanwhile (our own checkpoint, too)
-    this.wake = new AbortController();
-    // Pending emitted events wake the loop when their checkpoint is due, even if nothing is written.
-    const dueIn = this.persisted.config.checkpointAfterMs - (Date.now() - this.lastCheckpointAt);
-    const timeout = this.pendingEmits.length > 0 ? Math.max(1, dueIn)
-      : this.touchedSinceCheckpoint ? IDLE_CHECKPOINT_MS : 60_000;
-    await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
-  }
-
-  /**
-   * Catching up in the convoy of projections that share the log's decoded blocks (shared-blocks.ts):
-   * waits while slower ones have still to read the blocks that reading here would push out.
-   */
-  private async joinConvoy(position: number): Promise<void> {
-    const until = performance.now() + CONVOY_WAIT_MS;
-    if (this.streamSource()) return; // it reads no shared blocks
-    while (!this.stopRequested && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition, this.skipsSystem)) {
-      await this.store.blocks.progress(50);
-    }
-  }
-
-  private async paceLiveReads(): Promise<void> {
-    const wait = this.lastLiveReadAt + LIVE_READ_INTERVAL_MS - performance.now();
-    if (wait > 0 && !this.stopRequested) await new Promise((resolve) => setTimeout(resolve, wait));
-    this.lastLiveReadAt = performance.now();
-  }
-
-  /** The event the query reads for this record, or undefined when it reads none. */
-  private select(record: EventRecord): Selected | undefined {
-    if (this.engine?.select) return this.engine.select(record);
-    return selectEvent(this.definition!, this.filter!, this.store, record);
+    this.partitions.apply(changed);
   }
 
   private apply(outcome: BatchOutcome): void {
-    this.eventsProcessedAfterRestart += outcome.processed;
-    this.handledSinceCheckpoint += outcome.handled;
+    this.counters.eventsProcessedAfterRestart += outcome.processed;
+    this.since.handled += outcome.handled;
     this.partitionsTouched = outcome.touched ?? 0;
-    this.applyChanges(outcome.changed);
-    if (outcome.handled > 0) this.touchedSinceCheckpoint = true;
+    this.partitions.apply(outcome.changed);
+    if (outcome.handled > 0) this.since.touched = true;
     for (const line of outcome.logs) this.log.debug({ projection: this.name }, line);
     for (const reason of outcome.skipped ?? []) this.skip(reason);
     // What a query (one-time, transient) writes waits for its end when it has no checkpoints.
-    if (this.checkpoints || this.persisted.mode !== 'Continuous') {
-      // One handler may emit any number of events: never spread them into a call's arguments.
-      for (const e of outcome.emitted) this.pendingEmits.push(e);
-      for (const r of outcome.results ?? []) this.pendingResults.push(r);
-    }
+    if (this.checkpoints || this.persisted.mode !== 'Continuous') this.writer!.add(outcome.emitted, outcome.results ?? []);
   }
 
   private skip(reason: string): void {
-    this.eventsSkipped++;
+    const skipped = ++this.counters.eventsSkipped;
     // Logged, but a flood of such events must not flood the log: the first ten, then every 1,000th.
-    if (this.eventsSkipped <= 10 || this.eventsSkipped % 1000 === 0) {
-      this.log.warn({ projection: this.name, skipped: this.eventsSkipped, reason }, 'projection skipped an event the store cannot index');
+    if (skipped <= 10 || skipped % 1000 === 0) {
+      this.log.warn({ projection: this.name, skipped, reason }, 'projection skipped an event the store cannot index');
     }
   }
 
@@ -540,7 +324,7 @@ export class Projection {
    */
   private async startCheckpoint(): Promise<void> {
     await this.writing;
-    if (!this.checkpoints || this.status === 'Faulted') return;
+    if (!this.checkpoints || this.runStatus === 'Faulted') return;
     try {
       await this.collect();
     } catch (err) {
@@ -548,203 +332,76 @@ export class Projection {
       this.fault(handlerFailure(this.name, this.lastHandledPosition, (err as Error).message));
       return;
     }
-    const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
-    const position = this.position;
-    const tagMeta = { $v: this.tag, $c: position, $p: position };
-    for (const e of this.engine?.checkpointEvents?.(tagMeta) ?? []) this.pendingEmits.push(e);
-    this.addEmits(writes, tagMeta);
-    this.addResults(writes, tagMeta);
-    for (const p of this.newPartitions) writes.add(partitionsStream(this.name), event(EVENT.partition, p, false, tagMeta));
-    for (const [p, v] of this.changed) {
-      writes.addCheckpoint(partitionCheckpointStream(this.name, p), event(EVENT.partitionCheckpoint, partitionCheckpointData(v), true, tagMeta));
-    }
-    const root = this.root;
-    const rootData = root ? (root.result !== null && root.result !== root.state ? `[${root.state ?? 'null'},${root.result}]` : `[${root.state ?? 'null'}]`) : '[]';
-    writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, rootData, true, tagMeta));
-    const visibleEvents = this.pendingEmits.length + this.pendingResults.length;
-    this.pendingEmits = [];
-    this.pendingResults = [];
-    const flight = this.changed;
-    this.inFlight = flight;
-    this.changed = new Map();
-    this.newPartitions = [];
-    this.handledSinceCheckpoint = 0;
-    this.unhandledBytes = 0;
-    this.touchedSinceCheckpoint = false;
-    this.lastCheckpointAt = Date.now();
-    this.writesInProgress = 1;
-    this.writeRecordsInFlight = writes.count;
-    this.writePendingEventsBeforeCheckpoint = visibleEvents;
+    const position = this.counters.position;
+    const engine = this.engine;
+    const write = this.writer!.checkpoint(position, this.partitions.pending, (tag) => engine?.checkpointEvents?.(tag) ?? []);
+    const flight = this.partitions.beginWrite();
+    this.since = sinceCheckpoint();
     // Checkpoint, states and emitted events stay one atomic batch; its fsync can wait for the
     // next synced write, since after a crash the projection redoes everything since the last
     // checkpoint that made it (exactly once either way).
-    this.writing = this.store.transact(writes.toStreamWrites(), true).then(
-      () => { this.lastCheckpointPosition = position; },
+    this.writing = this.writer!.write(write, true).then(
+      () => { this.counters.lastCheckpointPosition = position; },
       (err: Error) => this.fault(`The ${this.name} projection failed: ${err.message}`),
-    ).finally(() => {
-      if (this.inFlight === flight) this.inFlight = new Map();
-      this.writesInProgress = 0;
-      this.writeRecordsInFlight = 0;
-      this.writePendingEventsBeforeCheckpoint = 0;
-    });
-  }
-
-  private addEmits(writes: WriteSet, tagMeta: Record<string, unknown>): void {
-    // The tag's keys win over the emitted metadata's: appended last, JSON readers take the last duplicate.
-    const tagJson = JSON.stringify(tagMeta);
-    const track = this.persisted.config.trackEmittedStreams;
-    for (const e of this.pendingEmits) {
-      const firstWrite = this.claim(writes, e.streamId);
-      const own = JSON.stringify(e.metadata);
-      const metadata = own === '{}' ? tagJson : `${own.slice(0, -1)},${tagJson.slice(1)}`;
-      writes.add(e.streamId, proposedEvent({ eventType: e.eventType, data: e.data, isJson: e.isJson, metadata, idempotent: false }));
-      // A stream this projection never wrote before is tracked with the write that first fills it.
-      if (track && firstWrite) writes.add(emittedStreamsStream(this.name), event(EVENT.streamTracked, e.streamId, false, tagMeta));
-    }
-  }
-
-  /** One Result (or ResultRemoved) per change, in event order; a partition's also linked from the main result stream. */
-  private addResults(writes: WriteSet, tagMeta: Record<string, unknown>): void {
-    const main = this.resultStreamName;
-    for (const [partition, result] of this.pendingResults) {
-      const type = result === null ? EVENT.resultRemoved : EVENT.result;
-      const data = result ?? '';
-      if (partition === '') {
-        this.claim(writes, main);
-        writes.add(main, event(type, data, result !== null, tagMeta));
-        continue;
-      }
-      const stream = partitionResultStream(this.name, partition, this.definition!.partitionResultStreamNamePattern);
-      this.claim(writes, stream);
-      this.claim(writes, main);
-      const n = writes.add(stream, event(type, data, result !== null, tagMeta));
-      writes.add(main, event(LINK_EVENT_TYPE, `${n}@${stream}`, false, tagMeta));
-    }
+    ).finally(() => this.partitions.written(flight));
   }
 
   /**
-   * Before the first write of a run to a stream: it must not hold events written by anyone else,
-   * and events of an older epoch (before a reset) are hidden behind a new $tb.
+   * Query modes at the end of the log: one Result per partition, then $Eof; with checkpoints, the
+   * last one (marked completed) with every partition not yet written. The projection is Completed.
    */
-  private claim(writes: WriteSet, streamId: string): boolean {
-    if (this.ownedStreams.delete(streamId)) {
-      this.ownedStreams.set(streamId, true); // most recently used last
-      return false;
-    }
-    const info = this.store.streamInfo(streamId);
-    if (info?.tombstoned) throw new Error(`Stream : ${streamId} is deleted. Cannot emit events to it`);
-    let firstWrite = true;
-    const last = this.store.readEvent(streamId, -1);
-    if (last.status === 'ok' && last.event.event) {
-      const tag = readTag(last.event.event.metadata);
-      if (!tag) throw new Error(`The '${streamId}' stream managed by projection ${this.name} has been written to from the outside.`);
-      const [id, epoch] = tag.split(':').map(Number);
-      if (id !== this.id && this.isLiveProjection(id)) {
-        throw new Error(`Multiple projections emitting to the same stream detected. Stream: '${streamId}'.`);
-      }
-      firstWrite = id !== this.id;
-      // Written by an older epoch of this projection, or by a deleted one: hide those events.
-      if (id !== this.id || epoch < this.persisted.epoch) {
-        const meta = { ...this.store.metadataOf(streamId).raw, $tb: info!.lastEventNumber + 1 };
-        writes.add(metastreamOf(streamId), metadataEvent(meta, { idempotent: false }));
-      }
-    }
-    this.ownedStreams.set(streamId, true);
-    if (this.ownedStreams.size > OWNED_STREAMS_CACHE) this.ownedStreams.delete(this.ownedStreams.keys().next().value!);
-    return firstWrite;
-  }
-
-  /** Query modes at the end of the log: one Result per partition, then $Eof; the projection is Completed. */
   private async complete(): Promise<void> {
     await this.writing;
     await this.collect();
-    const writes = new WriteSet(this.store, this.persisted.config.maxWriteBatchLength);
-    const tagMeta = { $v: this.tag, $c: this.position, $p: this.position };
-    this.addEmits(writes, tagMeta);
-    const main = this.resultStreamName;
-    if (this.definition!.handlerOrder.length === 0) this.addResults(writes, tagMeta); // results while running; the end adds only $Eof
-    else {
-      // With when, phase 2: one Result per partition (its result, or none when it is null), in
-      // order of first appearance, root first.
-      this.claim(writes, main);
-      const ordered = this.orderedPartitions();
-      for (const [partition, v] of ordered) {
-        writes.add(main, event(EVENT.result, v.result ?? '', v.result !== null, { ...tagMeta, ...(partition ? { partition } : {}) }));
-      }
-    }
-    this.claim(writes, main);
-    writes.add(main, event(EVENT.eof, '', false, tagMeta));
-    if (this.checkpoints) {
-      const root = this.root;
-      writes.addCheckpoint(checkpointStream(this.name), event(EVENT.checkpoint, root ? `[${root.state ?? 'null'}]` : '[]', true, { ...tagMeta, $cp: true }));
-    }
-    await this.store.transact(writes.toStreamWrites());
-    this.pendingEmits = [];
-    this.pendingResults = [];
-    this.lastCheckpointPosition = this.position;
-    this.status = 'Completed';
+    const position = this.counters.position;
+    // With when, phase 2: root first, then in order of first appearance; without, results were written while running.
+    const phase2 = this.definition!.handlerOrder.length === 0 ? undefined : this.partitions.ordered();
+    await this.writer!.write(this.writer!.complete(position, phase2, this.checkpoints ? this.partitions.pending : undefined));
+    this.partitions.written(this.partitions.beginWrite());
+    this.counters.lastCheckpointPosition = position;
+    this.runStatus = 'Completed';
     this.release();
   }
 
   /**
-   * Every partition with its state, root first, then in order of first appearance: the host's copy
-   * without checkpoints, else the partitions stream (and those not yet registered) with their states.
+   * The reference's rule (projections.md §13): a checkpoint is suggested once handled events reach
+   * checkpointHandledThreshold or unhandled log bytes pass checkpointUnhandledBytesThreshold, and
+   * checkpointAfterMs has passed since the last one. Emitted events and results are written with
+   * checkpoints here, so pending ones make a checkpoint due as soon as checkpointAfterMs allows; and
+   * a write that would grow too large (maxWriteBatchLength events for one emitted stream, or the
+   * fixed guards on all emits and on changed partitions) is written at once, whatever the time.
    */
-  private orderedPartitions(): [string, PartitionValue][] {
-    const ordered: [string, PartitionValue][] = this.root ? [['', this.root]] : [];
-    if (this.all) return [...ordered, ...this.all];
-    const names = new Set<string>();
-    for (const entry of this.store.streamRecords(partitionsStream(this.name))) {
-      if (this.sameEpoch(readTag(entry.metadata))) names.add(entry.data.toString('utf8'));
-    }
-    for (const p of this.newPartitions) names.add(p);
-    for (const p of names) ordered.push([p, this.valueOf(p) ?? { state: null, result: null }]);
-    return ordered;
+  private checkpointDue(caughtUp: boolean): boolean {
+    if (!this.checkpoints) return false;
+    const config = this.persisted.config;
+    const writer = this.writer!;
+    const pendingWrites = writer.pendingEvents;
+    if (pendingWrites >= MAX_EMITS_PER_CHECKPOINT || this.partitionsTouched >= MAX_PARTITIONS_PER_CHECKPOINT) return true;
+    if (writer.pendingEmits >= config.maxWriteBatchLength && writer.longestEmittedWrite() >= config.maxWriteBatchLength) return true;
+    const elapsed = Date.now() - this.since.at;
+    if (elapsed < config.checkpointAfterMs) return false;
+    if (pendingWrites > 0) return true; // emitted events and results become visible with a checkpoint
+    if (this.since.handled >= config.checkpointHandledThreshold) return true;
+    if (this.since.unhandledBytes > config.checkpointUnhandledBytesThreshold) return true;
+    // Beyond the reference: states changed and the log went quiet, so save them now.
+    return caughtUp && this.since.touched && elapsed >= IDLE_CHECKPOINT_MS;
   }
 
-  /** Progress through the log in percent. */
-  progress(): number {
-    const head = this.store.headPosition;
-    if (this.status === 'Completed') return 100;
-    return head === 0 ? 100 : Math.min(100, Math.round((this.position / head) * 10000) / 100);
-  }
-
-  /** Reads the last checkpoint: the position and the root partition (the other partitions are read when used). */
-  private loadCheckpoint(): PartitionValue | undefined {
-    const last = this.store.readEvent(checkpointStream(this.name), -1);
-    if (last.status !== 'ok' || !last.event.event) return undefined;
-    const record = last.event.event;
-    const tag = readTagObject(record.metadata);
-    if (!tag || !this.sameEpoch(String(tag.$v))) return undefined;
-    this.position = Number(tag.$c) || 0;
-    this.lastCheckpointPosition = this.position;
-    if (tag.$cp === true && this.persisted.mode === 'OneTime') this.position = this.store.headPosition;
-    const root = JSON.parse(record.data.toString('utf8')) as unknown[];
-    if (root.length === 0) return undefined;
-    const state = root[0] === null ? null : JSON.stringify(root[0]);
-    return { state, result: root.length > 1 ? JSON.stringify(root[1]) : state };
-  }
-
-  /** A partition's state and result as its last checkpoint of this epoch holds them. */
-  private readStored(partition: string): PartitionValue | undefined {
-    const cp = this.store.readEvent(partitionCheckpointStream(this.name, partition), -1);
-    if (cp.status !== 'ok' || !cp.event.event || !this.sameEpoch(readTag(cp.event.event.metadata))) return undefined;
-    const stored = JSON.parse(cp.event.event.data.toString('utf8')) as unknown[];
-    const state = stored[0] === null || stored[0] === undefined ? null : JSON.stringify(stored[0]);
-    return { state, result: stored.length < 2 ? state : stored[1] === null ? null : JSON.stringify(stored[1]) };
-  }
-
-  private sameEpoch(tag: string | undefined): boolean {
-    if (!tag) return false;
-    const [id, epoch] = tag.split(':').map(Number);
-    return id === this.id && epoch === this.persisted.epoch;
+  private async waitForCommit(): Promise<void> {
+    if (this.store.headPosition > this.counters.position) return; // written meanwhile (our own checkpoint, too)
+    this.wake = new AbortController();
+    // Pending emitted events wake the loop when their checkpoint is due, even if nothing is written.
+    const dueIn = this.persisted.config.checkpointAfterMs - (Date.now() - this.since.at);
+    const timeout = this.writer!.pendingEmits > 0 ? Math.max(1, dueIn) : this.since.touched ? IDLE_CHECKPOINT_MS : 60_000;
+    await this.store.bus.waitFor(() => true, timeout, this.wake.signal);
   }
 }
 
-/** `[state, result]`, or `[state]` when the result is the state (half the bytes against the event size limit). */
-function partitionCheckpointData(v: PartitionValue | undefined): string {
-  const state = v?.state ?? 'null';
-  return v && v.result === v.state ? `[${state}]` : `[${state},${v?.result ?? 'null'}]`;
+/** The checkpoint policy's measures, from now. */
+function sinceCheckpoint(): { handled: number; unhandledBytes: number; touched: boolean; at: number } {
+  // handled: events handled; unhandledBytes: log bytes of records the query did not select (since
+  // the last handled batch, too); touched: some event changed a state still only in the sandbox.
+  return { handled: 0, unhandledBytes: 0, touched: false, at: Date.now() };
 }
 
 function handlerFailure(name: string, position: number | undefined, message: string): string {

@@ -56,17 +56,3 @@ export class WriteSet {
 export function event(eventType: string, data: string, isJson: boolean, metadata: Record<string, unknown>): ProposedEvent {
   return proposedEvent({ eventType, data, isJson, metadata: JSON.stringify(metadata), idempotent: false });
 }
-
-export function readTagObject(metadata: Buffer): Record<string, unknown> | undefined {
-  if (metadata.length === 0) return undefined;
-  try {
-    const m = JSON.parse(metadata.toString('utf8')) as Record<string, unknown>;
-    return typeof m.$v === 'string' ? m : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-export function readTag(metadata: Buffer): string | undefined {
-  return readTagObject(metadata)?.$v as string | undefined;
-}

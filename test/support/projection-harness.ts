@@ -213,7 +213,7 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
   });
   await projection.start();
   if (mode === 'Continuous') {
-    await until(() => projection.position >= end || projection.status !== 'Running');
+    await until(() => projection.snapshot().position >= end || projection.status !== 'Running');
     await projection.stop(true);
   } else {
     await until(() => projection.status === 'Completed' || projection.status === 'Faulted');
@@ -221,7 +221,7 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
   }
 
   if (!engine) {
-    if (!(startError instanceof DefinitionError)) throw startError ?? new Error(`harness: the projection did not start: ${projection.stateReason}`);
+    if (!(startError instanceof DefinitionError)) throw startError ?? new Error(`harness: the projection did not start: ${projection.snapshot().stateReason}`);
     if (startError.definition) {
       result.stage = 'validation';
       result.definition = startError.definition;
@@ -254,7 +254,7 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
     result.fault = { message: (engine.collectError as Error).message, index: result.delivered.length - 1, sandboxDisposed: engine.disposed };
   }
   if (!result.fault && projection.status === 'Faulted') {
-    result.fault = { message: projection.stateReason, index: -1, sandboxDisposed: engine.disposed };
+    result.fault = { message: projection.snapshot().stateReason, index: -1, sandboxDisposed: engine.disposed };
   }
   if (result.fault) {
     result.stage = 'faulted';
@@ -372,9 +372,9 @@ async function leaveCheckpoint(store: Store, states: Record<string, string | nul
   const seed = newProjection(store, persisted(SEED_QUERY, 'Continuous', {}), {}, (p, limits, stored, partitionCache) =>
     JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode, partitionCache }, stored));
   await seed.start();
-  await until(() => seed.position >= end || seed.status === 'Faulted');
+  await until(() => seed.snapshot().position >= end || seed.status === 'Faulted');
   await seed.stop(true);
-  if (seed.status === 'Faulted') throw new Error(`harness: the earlier run faulted: ${seed.stateReason}`);
+  if (seed.status === 'Faulted') throw new Error(`harness: the earlier run faulted: ${seed.snapshot().stateReason}`);
 }
 
 /** Writes the filler events that give events their requested numbers; returns how many. */
