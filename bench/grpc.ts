@@ -10,7 +10,8 @@ import { NODE_MAIN, startServer } from './processes.js';
 // `npm run bench:grpc` (and part of `npm run bench`): the gRPC door beside the HTTP door in the
 // same run, on the same node, with the same client model (CONCURRENCY calls in flight on kept-
 // alive connections from this process, no decoding beyond what each protocol needs): appends of
-// 1 and 100 events per call, reads of 20 events, and a catch-up subscription over EVENTS events
+// 1 and 100 events per call, reads of 20 events (gRPC and HTTP in alternating rounds, the better
+// of each), and a catch-up subscription over EVENTS events
 // (gRPC: one $all subscription until caught_up; HTTP: $all pages of 4,096 followed forward).
 // Targets (issue 29): gRPC at least the HTTP figure for appends and reads, catch-up >= 300,000/s.
 
@@ -18,8 +19,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const EVENTS = Number(process.env.BENCH_GRPC_EVENTS ?? 1_000_000);
 const CONCURRENCY = 32;
+const ROUNDS = 2;
 const CATCH_UP_TARGET = 300_000;
-/** BENCH_GRPC_ONLY=append,read,catchup narrows the run; BENCH_CPU_PROF=dir profiles the node. */
+/** BENCH_GRPC_ONLY=append,read,catchup[,grpc-only] narrows the run; BENCH_CPU_PROF=dir profiles the node. */
 const ONLY = (process.env.BENCH_GRPC_ONLY ?? 'append,read,catchup').split(',');
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const STREAMS = 'event_store.client.streams.Streams';
@@ -39,18 +41,48 @@ function frame(body: Buffer): Buffer {
 
 const data = Buffer.from(JSON.stringify({ orderId: 'o-1234', amount: 42.5, currency: 'EUR', lines: [{ sku: 'A-1', qty: 2 }] }));
 
-function appendFrames(stream: string, n: number): Buffer {
-  const parts = [frame(append.requestSerialize({ options: { stream_identifier: { stream_name: Buffer.from(stream) }, any: {} } }))];
-  for (let i = 0; i < n; i++) {
-    parts.push(frame(append.requestSerialize({
-      proposed_message: { id: { string: randomUUID() }, metadata: { type: 'OrderPlaced', 'content-type': 'application/json' }, data },
-    })));
-  }
-  return Buffer.concat(parts);
+const PLACEHOLDER = '00000000-0000-4000-8000-000000000000';
+
+/**
+ * The bodies of n-event appends, built once with placeholder ids; each call copies one and
+ * writes fresh ids into it, so neither client spends its time serializing (the node's work is
+ * what is measured, the same for both protocols).
+ */
+function template(body: Buffer): { body: Buffer; idOffsets: number[] } {
+  const idOffsets: number[] = [];
+  for (let at = body.indexOf(PLACEHOLDER); at >= 0; at = body.indexOf(PLACEHOLDER, at + 36)) idOffsets.push(at);
+  return { body, idOffsets };
 }
 
-function httpBody(n: number): string {
-  return JSON.stringify(Array.from({ length: n }, () => ({ eventId: randomUUID(), eventType: 'OrderPlaced', data: JSON.parse(data.toString()) })));
+function withFreshIds(t: { body: Buffer; idOffsets: number[] }): Buffer {
+  const out = Buffer.from(t.body);
+  for (const at of t.idOffsets) out.write(randomUUID(), at, 'latin1');
+  return out;
+}
+
+const grpcTemplates = new Map<number, { body: Buffer; idOffsets: number[] }>();
+const httpTemplates = new Map<number, { body: Buffer; idOffsets: number[] }>();
+
+function appendFrames(stream: string, n: number): Buffer {
+  let events = grpcTemplates.get(n);
+  if (!events) {
+    const parts = Array.from({ length: n }, () => frame(append.requestSerialize({
+      proposed_message: { id: { string: PLACEHOLDER }, metadata: { type: 'OrderPlaced', 'content-type': 'application/json' }, data },
+    })));
+    events = template(Buffer.concat(parts));
+    grpcTemplates.set(n, events);
+  }
+  const options = frame(append.requestSerialize({ options: { stream_identifier: { stream_name: Buffer.from(stream) }, any: {} } }));
+  return Buffer.concat([options, withFreshIds(events)]);
+}
+
+function httpBody(n: number): Buffer {
+  let t = httpTemplates.get(n);
+  if (!t) {
+    t = template(Buffer.from(JSON.stringify(Array.from({ length: n }, () => ({ eventId: PLACEHOLDER, eventType: 'OrderPlaced', data: JSON.parse(data.toString()) })))));
+    httpTemplates.set(n, t);
+  }
+  return withFreshIds(t);
 }
 
 /** One gRPC call: sends `body` (framed requests), resolves with the response bytes and the status. */
@@ -67,7 +99,7 @@ function grpcCall(session: ClientHttp2Session, path: string, body: Buffer, onDat
   });
 }
 
-function httpCall(agent: Agent, url: string, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+function httpCall(agent: Agent, url: string, method: string, path: string, body?: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${url}${path}`, { method, agent, headers: { Authorization: AUTH, ...headers } }, (res) => {
       const chunks: Buffer[] = [];
@@ -79,25 +111,37 @@ function httpCall(agent: Agent, url: string, method: string, path: string, body?
   });
 }
 
-/** Calls/s of `op` with CONCURRENCY in flight, after a warm-up; every call must succeed. */
-async function rate(op: (i: number) => Promise<boolean>): Promise<number> {
+/** Calls/s of `op` with CONCURRENCY in flight for `seconds`; every call must succeed. */
+async function callsPerSecond(op: (i: number) => Promise<boolean>, seconds: number): Promise<number> {
+  const until = performance.now() + seconds * 1000;
+  let done = 0;
   let failed = 0;
-  const run = async (seconds: number) => {
-    const until = performance.now() + seconds * 1000;
-    let done = 0;
-    let i = 0;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < until) {
-        if (!(await op(i++))) failed++;
-        done++;
-      }
-    }));
-    return done / seconds;
-  };
-  await run(WARMUP);
-  const measured = await run(SECONDS);
+  let i = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (performance.now() < until) {
+      if (!(await op(i++))) failed++;
+      done++;
+    }
+  }));
   if (failed > 0) throw new Error(`${failed} calls failed`);
-  return measured;
+  return done / seconds;
+}
+
+/**
+ * gRPC and HTTP in turns (warm-up of each, then ROUNDS alternating measurements of SECONDS),
+ * the better round of each: on a shared 2-core machine one round of either can be unlucky.
+ */
+async function pair(grpcOp: (i: number) => Promise<boolean>, httpOp: (i: number) => Promise<boolean>): Promise<{ grpc: number; http: number }> {
+  await callsPerSecond(grpcOp, WARMUP);
+  if (ONLY.includes('grpc-only')) return { grpc: await callsPerSecond(grpcOp, SECONDS), http: NaN }; // profiling the gRPC door alone
+  await callsPerSecond(httpOp, WARMUP);
+  let grpc = 0;
+  let http = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    grpc = Math.max(grpc, await callsPerSecond(grpcOp, SECONDS));
+    http = Math.max(http, await callsPerSecond(httpOp, SECONDS));
+  }
+  return { grpc, http };
 }
 
 /**
@@ -146,21 +190,30 @@ async function main(): Promise<void> {
   try {
     log(`gRPC beside HTTP: ${CONCURRENCY} calls in flight, ${WARMUP}s warm-up + ${SECONDS}s each`);
     for (const n of ONLY.includes('append') ? [1, 100] : []) {
-      const grpcRate = await rate(async (i) => (await grpcCall(session, `/${STREAMS}/Append`, appendFrames(`g${n}-${i % 1000}`, n))) === 0);
-      const httpRate = await rate(async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),
-        { 'Content-Type': 'application/vnd.eventstore.events+json' })).status === 201);
-      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call`, http: httpRate * n, grpc: grpcRate * n, unit: 'events/s' });
-      log(`  append ${n}: HTTP ${int(httpRate)} calls/s, gRPC ${int(grpcRate)} calls/s`);
+      const r = await pair(
+        async (i) => (await grpcCall(session, `/${STREAMS}/Append`, appendFrames(`g${n}-${i % 1000}`, n))) === 0,
+        async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),
+          { 'Content-Type': 'application/vnd.eventstore.events+json' })).status === 201,
+      );
+      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call`, http: r.http * n, grpc: r.grpc * n, unit: 'events/s' });
+      log(`  append ${n}: HTTP ${int(r.http)} calls/s, gRPC ${int(r.grpc)} calls/s`);
     }
-    const readReq = (stream: string) => frame(read.requestSerialize({
-      options: { stream: { stream_identifier: { stream_name: Buffer.from(stream) }, start: {} }, count: '20', uuid_option: { string: {} }, no_filter: {} },
-    }));
     if (ONLY.includes('read')) {
-    const grpcRead = await rate(async (i) => (await grpcCall(session, `/${STREAMS}/Read`, readReq(`g100-${i % 1000}`))) === 0);
-    const httpRead = await rate(async (i) => (await httpCall(agent, server.url, 'GET', `/streams/h100-${i % 1000}/0/forward/20?embed=body`, undefined,
-      { Accept: 'application/vnd.eventstore.atom+json' })).status === 200);
-    rows.push({ what: '20-event reads', http: httpRead, grpc: grpcRead, unit: 'reads/s' });
-    log(`  read 20: HTTP ${int(httpRead)} reads/s, gRPC ${int(grpcRead)} reads/s`);
+      const readReq = (stream: string) => frame(read.requestSerialize({
+        options: { stream: { stream_identifier: { stream_name: Buffer.from(stream) }, start: {} }, count: '20', uuid_option: { string: {} }, no_filter: {} },
+      }));
+      // Streams of 20 events or more, written by the append scenario or here.
+      for (let i = 0; i < 100; i++) {
+        await grpcCall(session, `/${STREAMS}/Append`, appendFrames(`r-${i}`, 20));
+        await httpCall(agent, server.url, 'POST', `/streams/r-${i}`, httpBody(1), { 'Content-Type': 'application/vnd.eventstore.events+json' });
+      }
+      const r = await pair(
+        async (i) => (await grpcCall(session, `/${STREAMS}/Read`, readReq(`r-${i % 100}`))) === 0,
+        async (i) => (await httpCall(agent, server.url, 'GET', `/streams/r-${i % 100}/0/forward/20?embed=body`, undefined,
+          { Accept: 'application/vnd.eventstore.atom+json' })).status === 200,
+      );
+      rows.push({ what: '20-event reads', http: r.http, grpc: r.grpc, unit: 'reads/s' });
+      log(`  read 20: HTTP ${int(r.http)} reads/s, gRPC ${int(r.grpc)} reads/s`);
     }
 
     // Catch-up over EVENTS events in $all.
