@@ -90,7 +90,7 @@ async function catchUp(manager: ProjectionManager, store: Store): Promise<{ perS
     name: 'bench-counter', mode: 'Continuous', query: QUERY, enabled: true, emit: false, checkpoints: true,
     trackEmittedStreams: false, runAs: null,
   });
-  await waitUntil(() => projection.snapshot().position >= head || projection.status === 'Faulted', 600_000);
+  await waitUntil(() => projection.position >= head || projection.status === 'Faulted', 600_000);
   if (projection.status === 'Faulted') throw new Error(projection.snapshot().stateReason);
   const perSecond = EVENTS / ((performance.now() - started) / 1000);
   const sample = await projection.read('bench-0');
@@ -142,7 +142,7 @@ async function liveLag(store: Store, projection: Projection): Promise<{ p50: num
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     pending.push(store.append(`live-${i % 100}`, ExpectedVersion.any, [event(i)]).then(async (result) => {
       const acknowledged = performance.now();
-      while (projection.snapshot().position <= result.position) await new Promise((r) => setImmediate(r));
+      while (projection.position <= result.position) await new Promise((r) => setImmediate(r));
       lags.push(performance.now() - acknowledged);
     }));
   }
