@@ -3,6 +3,7 @@ import type { Engine } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
 import { StreamSourceReader } from './stream-source.js';
 import { eventFilterOf, type EventFilter } from './definition.js';
+import type { SourceDefinition } from './language/source-definition.js';
 
 // How one run of a projection reads: from its position, the next page of its source (the log, or
 // its named streams and categories through the stream index), keeping the events its query
@@ -36,23 +37,25 @@ const LIVE_READ_INTERVAL_MS = 10;
 const CONVOY_WAIT_MS = 30_000;
 
 export class BatchReader {
+  private readonly definition: SourceDefinition;
   private readonly filter: EventFilter;
   /** Reads a query's named streams or categories, made at the first read. */
   private sourceReader: StreamSourceReader | undefined;
   private lastLiveReadAt = 0;
 
   constructor(private readonly store: Store, private readonly engine: Engine) {
-    this.filter = eventFilterOf(engine.definition);
+    this.definition = engine.definition;
+    this.filter = eventFilterOf(this.definition);
   }
 
   /** A query over $all never reads system streams: the log's reads leave them out (log-spaces.ts). */
   private get skipsSystem(): boolean {
-    return !this.engine.select && this.engine.definition.allStreams;
+    return !this.engine.select && this.definition.allStreams;
   }
 
   /** A query over named streams or categories reads them through the stream index, not the log. */
   private streamSource(): StreamSourceReader | undefined {
-    const def = this.engine.definition;
+    const def = this.definition;
     if (this.engine.select || def.allStreams) return undefined;
     return (this.sourceReader ??= new StreamSourceReader(this.store, [...def.streams, ...def.categories.map((c) => `$ce-${c}`)]));
   }
@@ -121,6 +124,6 @@ export class BatchReader {
   /** The event the query reads for this record, or undefined when it reads none. */
   private select(record: EventRecord): Selected | undefined {
     if (this.engine.select) return this.engine.select(record);
-    return selectEvent(this.engine.definition, this.filter, this.store, record);
+    return selectEvent(this.definition, this.filter, this.store, record);
   }
 }

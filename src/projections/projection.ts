@@ -85,6 +85,11 @@ export class Projection {
     return this.definition?.resultStreamName?.trim() || defaultResultStream(this.name);
   }
 
+  /** Position of the next record to read, for loops that wait on it every turn (a snapshot per turn cost the bench ~0.7 ms of live lag). */
+  get position(): number {
+    return this.counters.position;
+  }
+
   /** The projection's figures now: a copy, unaffected by what happens next. */
   snapshot(): ProjectionStatistics {
     const flight = this.writer?.inFlight;

@@ -213,7 +213,7 @@ async function run(store: Store, source: string, opts: RunOptions): Promise<RunR
   });
   await projection.start();
   if (mode === 'Continuous') {
-    await until(() => projection.snapshot().position >= end || projection.status !== 'Running');
+    await until(() => projection.position >= end || projection.status !== 'Running');
     await projection.stop(true);
   } else {
     await until(() => projection.status === 'Completed' || projection.status === 'Faulted');
@@ -372,7 +372,7 @@ async function leaveCheckpoint(store: Store, states: Record<string, string | nul
   const seed = newProjection(store, persisted(SEED_QUERY, 'Continuous', {}), {}, (p, limits, stored, partitionCache) =>
     JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode, partitionCache }, stored));
   await seed.start();
-  await until(() => seed.snapshot().position >= end || seed.status === 'Faulted');
+  await until(() => seed.position >= end || seed.status === 'Faulted');
   await seed.stop(true);
   if (seed.status === 'Faulted') throw new Error(`harness: the earlier run faulted: ${seed.snapshot().stateReason}`);
 }
