@@ -88,6 +88,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     log.warn({ truncation: t }, `truncated the log to the truncate checkpoint: ${t.records} records from position ${t.position} to ${t.from} removed, `
       + `${t.streamsChanged} streams changed (${t.streamsRemoved} of them removed)`);
   }
+  store.bus.onListenerFailure = (subscriber, err) => log.error({ err, subscriber }, `${subscriber} failed on a commit; the writer and the other followers go on`);
   const clustered = config.clusterSize > 1;
   if (!clustered) {
     const set = (Object.keys(OPTIONS) as OptionName[]).filter((n) => OPTIONS[n].group === 'Cluster' && n !== 'clusterSize' && current.sources[n] !== 'default');

@@ -20,7 +20,7 @@ export class AccessControl {
   constructor(private readonly store: Store, private readonly allowAnonymousStreamAccess: boolean) {
     this.unsubscribe = store.bus.subscribe((commit) => {
       if (commit.records.some((r) => r.streamId === SETTINGS_STREAM)) this.defaults = undefined;
-    });
+    }, 'access control');
   }
 
   stop(): void {

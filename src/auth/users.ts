@@ -50,7 +50,7 @@ export class UserStore {
 
   /** Loads every account; on a new database creates admin and ops with the configured passwords. */
   async start(defaults: { adminPassword: string; opsPassword: string } | undefined): Promise<void> {
-    this.unsubscribe = this.store.bus.subscribe((commit) => this.follow(commit.records));
+    this.unsubscribe = this.store.bus.subscribe((commit) => this.follow(commit.records), 'users');
     const logins = this.readLogins();
     for (const login of logins) this.reload(login);
     if (defaults) await this.createDefaults(defaults);

@@ -9,24 +9,31 @@ export interface Commit {
 
 export type CommitListener = (commit: Commit) => void;
 
+/** Told when a listener throws: who it was (the name it subscribed with) and what it threw. */
+export type ListenerFailure = (subscriber: string, error: unknown) => void;
+
 /**
  * The in-process commit bus. The writer publishes every durable batch; projections,
  * subscriptions and long-poll readers follow it instead of polling the store.
  */
 export class CommitBus {
-  private readonly listeners = new Set<CommitListener>();
+  private readonly listeners = new Map<CommitListener, string>();
+  /** Where a listener's exception is reported (the node logs it); until set, it is dropped. */
+  onListenerFailure: ListenerFailure = () => undefined;
 
-  subscribe(listener: CommitListener): () => void {
-    this.listeners.add(listener);
+  /** `subscriber` names the follower in the report of an exception it throws. */
+  subscribe(listener: CommitListener, subscriber = 'a commit listener'): () => void {
+    this.listeners.set(listener, subscriber);
     return () => this.listeners.delete(listener);
   }
 
   publish(commit: Commit): void {
-    for (const listener of this.listeners) {
+    for (const [listener, subscriber] of this.listeners) {
       try {
         listener(commit);
-      } catch {
-        // A failing follower must not break the writer or the other followers.
+      } catch (err) {
+        // A failing follower must not break the writer or the other followers; it is reported.
+        this.onListenerFailure(subscriber, err);
       }
     }
   }

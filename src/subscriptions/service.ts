@@ -48,7 +48,7 @@ export class SubscriptionService {
         const groups = this.byStream.get(record.streamId);
         if (groups) for (const g of groups) g.notifyAppended(record.eventNumber);
       }
-    });
+    }, 'persistent subscriptions');
     this.timer = setInterval(() => {
       const now = Date.now();
       for (const g of this.groups.values()) g.tick(now);

@@ -60,7 +60,7 @@ class LiveTail {
         this.unsubscribe();
       }
       this.notify();
-    });
+    }, 'a catch-up subscription');
     signal.addEventListener('abort', this.notify, { once: true });
   }
 
