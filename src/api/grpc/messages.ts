@@ -1,4 +1,4 @@
-import { ExpectedVersion, formatUuid, parseUuid, type ProposedEvent } from '../../store/index.js';
+import { ExpectedVersion, parseUuid, type ProposedEvent } from '../../store/index.js';
 import { fail, invalidArgument, missingMetadataProperty } from './errors.js';
 
 // Reading the shared pieces of request messages (decoded by codecs.ts: 64-bit integers as
@@ -63,16 +63,6 @@ export function uuidBytes(uuid: unknown, what: string): Buffer {
     }
   }
   return fail(invalidArgument(`'${what}' is not a valid UUID`));
-}
-
-/** A UUID answered in the form the request used (the clients compare the text). */
-export function uuidMessage(id: Buffer, form: 'string' | 'structured'): Message {
-  if (form === 'string') return { string: formatUuid(id) };
-  return { structured: { most_significant_bits: id.readBigInt64BE(0).toString(), least_significant_bits: id.readBigInt64BE(8).toString() } };
-}
-
-export function uuidFormOf(uuid: unknown): 'string' | 'structured' {
-  return (uuid as Message | undefined)?.structured ? 'structured' : 'string';
 }
 
 /** One proposed event (Append's and BatchAppend's ProposedMessage). */

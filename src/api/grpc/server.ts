@@ -1,7 +1,7 @@
 import { createServer, constants, type Http2Server, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
-import { gunzipSync, inflateSync } from 'node:zlib';
 import type { Logger } from 'pino';
 import { GrpcStatus, StatusError, encodeGrpcMessage, type Status } from './status.js';
+import { RequestReader } from './request-reader.js';
 
 // A lean gRPC server on node:http2: routing by path, the 5-byte message framing, deadlines
 // (`grpc-timeout`), cancellation, status trailers with custom keys, and write back-pressure.
@@ -69,8 +69,6 @@ const DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024;
 /** What a client may send on one call, and on one connection, before the node reads it. */
 const STREAM_WINDOW = 1024 * 1024;
 const CONNECTION_WINDOW = 8 * 1024 * 1024;
-/** Messages a streaming request may queue unread before the stream pauses (HTTP/2 flow control then holds the client). */
-const REQUEST_QUEUE = 64;
 const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
 
 export class GrpcServer {
@@ -163,14 +161,14 @@ class Call implements ResponseWriter, CallContext {
   private readonly abort = new AbortController();
   private finished = false;
   private timer: NodeJS.Timeout | undefined;
-  private readonly reader: FrameReader;
+  private readonly reader: RequestReader;
 
   constructor(private readonly stream: ServerHttp2Stream, readonly metadata: IncomingHttpHeaders, private readonly route: Route,
     encoding: string, timeoutMs: number, private readonly options: GrpcServerOptions, private readonly calls: Set<AbortController>) {
     this.signal = this.abort.signal;
     this.deadline = timeoutMs === Infinity ? Infinity : Date.now() + timeoutMs;
     this.secure = Boolean((stream.session?.socket as { encrypted?: boolean } | undefined)?.encrypted);
-    this.reader = new FrameReader(stream, route, encoding);
+    this.reader = new RequestReader(stream, route, encoding);
     if (timeoutMs !== Infinity) {
       this.timer = setTimeout(() => this.fail(new StatusError({ code: GrpcStatus.DEADLINE_EXCEEDED, message: 'Deadline Exceeded' })), Math.min(timeoutMs, 2 ** 31 - 1));
     }
@@ -311,118 +309,6 @@ class Call implements ResponseWriter, CallContext {
   }
 }
 
-/** Splits the request body into messages, bounded in size, decoded by the method's deserializer. */
-class FrameReader {
-  private pending: Buffer = Buffer.alloc(0);
-  private readonly queue: unknown[] = [];
-  private done = false;
-  private error: unknown;
-  private wake: (() => void) | undefined;
-
-  constructor(private readonly stream: ServerHttp2Stream, private readonly route: Route, private readonly encoding: string) {
-    stream.on('data', (chunk: Buffer) => this.push(chunk));
-    stream.once('end', () => this.finish());
-    stream.once('close', () => this.finish());
-  }
-
-  private push(chunk: Buffer): void {
-    if (this.done) return;
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    let at = 0;
-    try {
-      while (this.pending.length - at >= 5) {
-        const compressed = this.pending[at];
-        const length = this.pending.readUInt32BE(at + 1);
-        if (length > this.route.maxMessageBytes) {
-          throw new StatusError(this.route.tooLarge?.(length)
-            ?? { code: GrpcStatus.RESOURCE_EXHAUSTED, message: `Received message larger than max (${length} vs. ${this.route.maxMessageBytes})` });
-        }
-        if (this.pending.length - at < 5 + length) break;
-        let body = this.pending.subarray(at + 5, at + 5 + length);
-        at += 5 + length;
-        if (compressed === 1) body = this.decompress(body);
-        else if (compressed !== 0) throw new StatusError({ code: GrpcStatus.INTERNAL, message: 'Invalid message compression flag' });
-        this.queue.push(this.decode(body));
-      }
-    } catch (err) {
-      this.error = err;
-      this.finish();
-      return;
-    }
-    this.pending = at === this.pending.length ? Buffer.alloc(0) : this.pending.subarray(at);
-    if (this.queue.length >= REQUEST_QUEUE) this.stream.pause();
-    this.signal();
-  }
-
-  private decompress(body: Buffer): Buffer {
-    const maxOutputLength = this.route.maxMessageBytes;
-    try {
-      if (this.encoding === 'gzip') return gunzipSync(body, { maxOutputLength });
-      if (this.encoding === 'deflate') return inflateSync(body, { maxOutputLength });
-    } catch {
-      throw new StatusError({ code: GrpcStatus.RESOURCE_EXHAUSTED, message: 'A compressed message could not be decompressed within the message size limit' });
-    }
-    throw new StatusError({ code: GrpcStatus.INTERNAL, message: 'A compressed message on a call that declared no encoding' });
-  }
-
-  private decode(body: Buffer): unknown {
-    try {
-      return this.route.method.requestDeserialize(body);
-    } catch (err) {
-      throw new StatusError({ code: GrpcStatus.INVALID_ARGUMENT, message: `Malformed request message: ${(err as Error).message}` });
-    }
-  }
-
-  /** The client has half-closed (or the stream is gone): nothing more will arrive. */
-  get complete(): boolean {
-    return this.stream.readableEnded || this.stream.destroyed;
-  }
-
-  private finish(): void {
-    if (!this.done && this.pending.length > 0 && !this.error) {
-      this.error = new StatusError({ code: GrpcStatus.INTERNAL, message: 'The request ended inside a message' });
-    }
-    this.done = true;
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  private async next(): Promise<{ value: unknown } | undefined> {
-    for (;;) {
-      if (this.queue.length > 0) {
-        const value = this.queue.shift();
-        if (this.queue.length < REQUEST_QUEUE / 2 && this.stream.isPaused()) this.stream.resume();
-        return { value };
-      }
-      if (this.error) throw this.error;
-      if (this.done) return undefined;
-      await new Promise<void>((resolve) => { this.wake = resolve; });
-    }
-  }
-
-  /** The one request of a unary or server-streaming call. */
-  async single(): Promise<unknown> {
-    const first = await this.next();
-    if (!first) throw new StatusError({ code: GrpcStatus.UNIMPLEMENTED, message: 'The request carried no message' });
-    const extra = await this.next();
-    if (extra) throw new StatusError({ code: GrpcStatus.UNIMPLEMENTED, message: 'The request carried more than one message' });
-    return first.value;
-  }
-
-  async *messages(): AsyncGenerator<unknown> {
-    for (;;) {
-      const item = await this.next();
-      if (!item) return;
-      yield item.value;
-    }
-  }
-}
-
 function statusTrailers(status: Status): Record<string, string> {
   return { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.message), ...asciiValues(status.trailers) };
 }
@@ -451,4 +337,3 @@ export function parseTimeout(value: string | string[] | undefined): number | nul
   return Number(m[1]) * TIMEOUT_UNITS[m[2]];
 }
 
-export { constants as http2Constants };

@@ -10,7 +10,7 @@ import { deleteWrongExpectedVersion, fail, grpcStatusOf, invalidArgument, maximu
 import { encodeReadEvents, type UuidForm } from './read-codec.js';
 import {
   deadlineMs, expectedOf, isSet, positionMessage, proposedEvent, proposedSize, streamIdentifier, streamNameOf, timestampNow, u64,
-  U64_MAX, uuidFormOf,
+  U64_MAX,
 } from './messages.js';
 import type { CallContext, RequestStream, ResponseWriter } from './server.js';
 import { encodeMessage } from './codecs.js';
@@ -376,4 +376,3 @@ function correlationKey(id: unknown): string {
   return fail(invalidArgument("'correlation_id' is a required argument"));
 }
 
-export { uuidFormOf };
