@@ -5,8 +5,8 @@ import type { Http2Server, Http2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 
 // One port, two protocols, as the established server serves them on 2113: HTTP/1.1 (the HTTP
-// API, fastify) and gRPC over HTTP/2 (grpc/server.ts). With TLS the client says which in ALPN
-// (`h2` or `http/1.1`; none means HTTP/1.1). In cleartext each connection is told apart by its
+// API, fastify) and gRPC over HTTP/2 (grpc/server.ts). With TLS the client's ALPN offer decides
+// (`h2` alone: gRPC; `http/1.1` offered, or nothing: HTTP/1.1). In cleartext each connection is told apart by its
 // first bytes: HTTP/2 with prior knowledge opens with the 24-byte connection preface, anything
 // else is HTTP/1.1 (no `Upgrade: h2c`). The bytes read to decide are given back to the socket
 // before the chosen server takes it.
@@ -38,7 +38,7 @@ export function createListener(http: HttpServer, grpc: Http2Server, tls?: Secure
   let server: TcpServer | TlsServer;
   if (tls) {
     // No Nagle delay: an answer is one small write the client waits for (an append's status).
-    const tlsServer = createTlsServer({ ...tls, ALPNProtocols: ['h2', 'http/1.1'], noDelay: true } as Parameters<typeof createTlsServer>[0]);
+    const tlsServer = createTlsServer({ ...tls, ALPNCallback: chooseProtocol, noDelay: true } as Parameters<typeof createTlsServer>[0]);
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
       (socket.alpnProtocol === 'h2' ? grpc : http).emit('connection', socket);
     });
@@ -79,6 +79,16 @@ export function createListener(http: HttpServer, grpc: Http2Server, tls?: Secure
       clearTimeout(grace);
     },
   };
+}
+
+/**
+ * The protocol of a TLS connection. gRPC clients offer `h2` alone; browsers and curl offer both
+ * `h2` and `http/1.1`, and get HTTP/1.1, where the HTTP API and the console are served (the HTTP/2
+ * side of the port serves gRPC only: a browser sent there would get 415 for every page).
+ */
+function chooseProtocol({ protocols }: { protocols: string[] }): string | undefined {
+  if (protocols.includes('http/1.1')) return 'http/1.1';
+  return protocols.includes('h2') ? 'h2' : undefined;
 }
 
 /** Hands a cleartext connection to the HTTP/2 server when it opens with the preface, else to HTTP/1.1. */
