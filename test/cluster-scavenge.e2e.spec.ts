@@ -130,7 +130,7 @@ describe('node scavenges in a cluster', () => {
     // Leading, the new leader recorded the scavenges it left unfinished: none (it did not restart to lead).
     await eventually(async () => expect(next.proc!.output().slice(outputBefore.get(next))).toContain('0 unfinished scavenges recorded as Interrupted'));
     // The killed leader's run is its own to record, and the followers' ones go on.
-    for (const [m, id] of runs) expect(await resultOf(next.url, id), m.name).toBeUndefined();
+    for (const [m, id] of runs) expect(await resultOf(next.url, id), `${m.name}: ${m.proc?.output().split('\n').filter((l) => /SCAVENG/.test(l)).slice(-3).join(' | ')}`).toBeUndefined();
     for (const f of followers) {
       const current = (await (await call(f.url, '/admin/scavenge/current')).json()) as { scavengeId?: string };
       expect(current.scavengeId, f.name).toBe(runs.get(f));
