@@ -17,7 +17,8 @@ import { newRunCounters, progressOf, type ProjectionStatistics, type ProjectionS
 // in ONE store transaction (emit-writer.ts), so a crash resumes from the last checkpoint with
 // nothing emitted twice and nothing lost. The host's copy of the partitions is partition-cache.ts;
 // what a checkpoint holds and how it is read back, checkpoint-codec.ts. Its figures are read
-// through snapshot().
+// through snapshot(). (Somewhat over 400 lines: the loop and the checkpoint policy weigh the same
+// since-the-last-checkpoint state, and split apart they would hand it back and forth.)
 
 /** A projection that handled events and then went quiet checkpoints its states after this long. */
 const IDLE_CHECKPOINT_MS = 1000;
