@@ -4,6 +4,7 @@ import { ApiError, badRequest, errorAnswer } from './errors.js';
 import { spellings } from './header-spellings.js';
 import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';
 import type { ApiContext } from './context.js';
+import { maxAppendBytes } from '../verbs/index.js';
 import { registerStreamWrites } from './streams-write.js';
 import { registerStreamReads } from './streams-read.js';
 import { registerUsers } from './users.js';
@@ -50,7 +51,7 @@ export function markDraining(app: FastifyInstance): void {
 export function buildApp(ctx: ApiContext, options: { https?: Record<string, unknown>; cluster?: LeaderRouting } = {}): FastifyInstance {
   const app = Fastify({
     logger: false,
-    bodyLimit: Math.max(64 * 1024 * 1024, ctx.config.maxAppendSize * 4),
+    bodyLimit: maxAppendBytes(ctx.config.maxAppendSize),
     // Stream and group names travel in the path: fastify's default of 100 characters answered 414
     // for ordinary long names. Node's header limit (16 KiB) bounds the whole request line anyway.
     routerOptions: { maxParamLength: 16 * 1024 },

@@ -1,6 +1,5 @@
 import {
   ExpectedVersion, InvalidWriteError, NotLeaderError, ReplicationLostError, StoreClosedError, StreamDeletedError, WriteTimeoutError,
-  WrongExpectedVersionError,
 } from '../../store/index.js';
 import { AccessDeniedError, InvalidFilterError } from '../../verbs/errors.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
@@ -75,9 +74,6 @@ export function grpcStatusOf(error: unknown, maxAppendSize: number): Status | un
   if (error instanceof InvalidFilterError) return invalidArgument(error.message);
   if (error instanceof InvalidWriteError) {
     return error.rule === 'event-size' ? maximumAppendSizeExceeded(maxAppendSize) : invalidArgument(error.message);
-  }
-  if (error instanceof WrongExpectedVersionError) {
-    return { code: GrpcStatus.FAILED_PRECONDITION, message: error.message, trailers: { exception: 'wrong-expected-version', 'stream-name': error.streamId, 'expected-version': '-2', 'actual-version': String(error.currentVersion) } };
   }
   if (error instanceof StoreClosedError) return { code: GrpcStatus.UNAVAILABLE, message: 'Server Is Not Ready' };
   if (error instanceof NotLeaderError) return { code: GrpcStatus.UNAVAILABLE, message: 'Server Is Not Ready' };

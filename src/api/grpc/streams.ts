@@ -97,8 +97,8 @@ export function readHandler(door: StreamsDoor) {
 async function readStream(door: StreamsDoor, w: Writer, who: Principal, name: string, s: Message, count: number, backward: boolean,
   resolveLinks: boolean, compatibility: number): Promise<void> {
   const verbs = door.verbs.streams;
-  let from = isSet(s.revision) ? u64(s.revision, 'revision') : isSet(s.end) ? (backward ? -1 : Number.MAX_SAFE_INTEGER) : (backward ? 0 : 0);
-  if (isSet(s.start) && backward) from = 0;
+  // From the end: backward from the last event (-1), forward nothing; from the start: event 0.
+  let from = isSet(s.revision) ? u64(s.revision, 'revision') : isSet(s.end) ? (backward ? -1 : Number.MAX_SAFE_INTEGER) : 0;
   let remaining = count;
   let last = -1;
   let first = true;
