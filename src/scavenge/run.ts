@@ -53,12 +53,41 @@ export async function begin(store: Store, append: LogAppend, state: ScavengeStat
   }
   const number = (latest?.eventNumber ?? -1) + 1;
   log.info(`SCAVENGING: Creating the next scavenge point: ${number}`);
-  await append(SCAVENGE_POINTS_STREAM, latest ? ExpectedVersion.exact(latest.eventNumber) : ExpectedVersion.noStream, [
-    jsonEvent(SCAVENGE_POINT_EVENT_TYPE, request.threshold !== 0 ? { threshold: request.threshold } : {}),
-  ]);
+  try {
+    await append(SCAVENGE_POINTS_STREAM, latest ? ExpectedVersion.exact(latest.eventNumber) : ExpectedVersion.noStream, [
+      jsonEvent(SCAVENGE_POINT_EVENT_TYPE, request.threshold !== 0 ? { threshold: request.threshold } : {}),
+    ]);
+  } catch (err) {
+    // In a cluster another node's scavenge, started at the same time, may have written the next
+    // point first (the leader then refuses this one's expected version): it is as good as ours,
+    // once it is replicated here. Any other failure is the run's.
+    const theirs = await pointAfter(store, latest?.eventNumber ?? -1, OTHER_POINT_WAIT_MS);
+    if (!theirs) throw err;
+    log.info(`SCAVENGING: Another node created scavenge point ${theirs.eventNumber} first; using it`);
+    return { kind: 'start', point: theirs };
+  }
   const point = latestPoint(store);
   if (!point || point.eventNumber !== number) throw new Error(`Unable to read back the new scavenge point ${number}`);
   return { kind: 'start', point };
+}
+
+/** How long a run whose new scavenge point was refused waits for another node's to reach this one. */
+const OTHER_POINT_WAIT_MS = 5_000;
+
+/** The latest scavenge point once one after `eventNumber` is in this node's log (undefined: none came within `timeoutMs`). */
+async function pointAfter(store: Store, eventNumber: number, timeoutMs: number): Promise<ScavengePoint | undefined> {
+  const newer = () => {
+    const point = latestPoint(store);
+    return point && point.eventNumber > eventNumber ? point : undefined;
+  };
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const point = newer();
+    const left = deadline - performance.now();
+    if (point || left <= 0) return point;
+    // (a point replicated but not yet visible here shows at a later commit)
+    await store.bus.waitFor(() => true, left);
+  }
 }
 
 /** Runs the phases from `checkpoint`'s stage on. */
