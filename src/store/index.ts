@@ -4,6 +4,7 @@ import {
   chunkKey, hintKey, indexKey, metaKey, readU64, u64Value,
 } from './keys.js';
 import { LogSpaces } from './log-spaces.js';
+import { LogReadThread } from './log-read-thread.js';
 import { EventIdFilter } from './id-filter.js';
 import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
@@ -131,6 +132,8 @@ export class Store {
   private readonly horizon: CommitHorizon;
 
   private readonly rocks: Rocks;
+  /** Reads of much of the log, off the event loop (log-read-thread.ts). */
+  private readonly readThread: LogReadThread;
   private readonly streams: StreamInfos;
   private readonly checkpoint: WriterCheckpoint;
   readonly chunkSize: number;
@@ -150,7 +153,8 @@ export class Store {
     this.spaces = spaces;
     this.blocks = new SharedBlocks(spaces, parts.sharedReadBytes);
     this.horizon = new CommitHorizon(streams, checkpoint.nextPosition, (ids) => this.reader.forgetMetadata(ids));
-    this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks);
+    this.readThread = new LogReadThread(() => rocks.handle, parts.splitFrom);
+    this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks, this.readThread);
     this.idFilter = new EventIdFilter(parts.idFilterBytes);
     this.writer = new Writer({
       rocks, spaces, idFilter: this.idFilter, tail, blocks: this.blocks, streams, checkpoint, horizon: this.horizon,
@@ -343,6 +347,11 @@ export class Store {
     return this.reader.readAllForward(position, count, sharedBy, skipSystem);
   }
 
+  /** readAllForward of the whole log with what is not in the log tail read off the event loop (catch-up subscriptions). */
+  readAllForwardOffThread(position: number, count: number) {
+    return this.reader.readAllForwardOffThread(position, count);
+  }
+
   readAllBackward(position: number, count: number) {
     return this.reader.readAllBackward(position, count);
   }
@@ -499,6 +508,7 @@ export class Store {
 
   /** Finishes the writes in flight, then closes RocksDB. */
   async close(): Promise<void> {
+    await this.readThread.close();
     await this.writer.close();
     await this.idFilter.stop();
     await this.rocks.close();

@@ -2,6 +2,7 @@ import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
 import type { SharedBlocks } from './shared-blocks.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
+import type { LogReadThread } from './log-read-thread.js';
 import { indexKey, readU64 } from './keys.js';
 import { isSystemRecordStream, type LogRows, type LogSpaces } from './log-spaces.js';
 import type { StreamInfo } from './stream-state.js';
@@ -52,6 +53,8 @@ const METADATA_CACHE_BYTES = 64 * 1024 * 1024;
 export interface ReadCounters {
   cachedRecord: number;
   notCachedRecord: number;
+  /** Records read from RocksDB on the log-read thread (of notCachedRecord). */
+  offLoopRecord: number;
   cachedStreamInfo: number;
   notCachedStreamInfo: number;
 }
@@ -59,13 +62,15 @@ export interface ReadCounters {
 export class Reader {
   private readonly metadataCache = new Map<string, StreamMetadata>();
   private metadataCacheBytes = 0;
-  readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
+  readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, offLoopRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly spaces: LogSpaces, private readonly streams: StreamInfos,
     /** The end of the log a read sees (CommitHorizon.visible). */
     private readonly visible: { nextPosition: number }, private readonly tail: LogTailCache,
     /** Decoded blocks of the log shared by the readers that read it in order (projections). */
-    private readonly blocks?: SharedBlocks) {}
+    private readonly blocks?: SharedBlocks,
+    /** Where reads of much of the log go off the event loop (readAllForwardOffThread). */
+    private readonly thread?: LogReadThread) {}
 
   streamInfo(streamId: string): StreamInfo | undefined {
     return this.streams.visible(streamId);
@@ -203,6 +208,29 @@ export class Reader {
     if (!skipSystem) return { records, nextPosition, isEnd };
     if (isEnd) nextPosition = Math.max(nextPosition, end);
     return { ...withoutSystemRecords(records, position, nextPosition), nextPosition, isEnd };
+  }
+
+  /**
+   * readAllForward's records (the whole log, no shared blocks) with the rows read on the
+   * log-read thread when they are older than the log tail: for a reader of much of the log, whose
+   * event loop decodes one buffer a page and meanwhile goes on with the page before.
+   */
+  async readAllForwardOffThread(position: number, count: number): Promise<AllPage> {
+    // (the end a read sees: committed records, which no truncation removes while this one is away)
+    const end = this.visible.nextPosition;
+    const tailStart = this.tail.start;
+    if (position >= end || (tailStart !== undefined && position >= tailStart)) return this.readAllForward(position, count);
+    const packed = await this.thread?.forward({ from: Math.max(0, position), limit: count, to: end });
+    if (!packed) return this.readAllForward(position, count);
+    const records = new Array<EventRecord>(packed.count);
+    for (let i = 0; i < packed.count; i++) {
+      records[i] = decodeRecord(packed.positions[i], packed.bytes, packed.offsets[i], packed.offsets[i + 1]);
+    }
+    this.counters.notCachedRecord += records.length;
+    this.counters.offLoopRecord += records.length;
+    const last = records[records.length - 1];
+    const nextPosition = last ? last.position + last.size : Math.max(position, 0);
+    return { records, nextPosition, isEnd: records.length < count || nextPosition >= end };
   }
 
   /** The stream's records with event numbers in [from, to] as stored, whatever a read would show of them. */

@@ -69,6 +69,21 @@ export class Rocks {
     return new Rocks(db, location, inMemory);
   }
 
+  /**
+   * The database opened elsewhere in this process (a worker thread's view of the store's
+   * handle): reads only, and never closed from here.
+   */
+  static async attach(handle: bigint): Promise<Rocks> {
+    const db = new RocksLevel(handle as unknown as string, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open({ createIfMissing: false });
+    return new Rocks(db, '', false);
+  }
+
+  /** The open database's handle, for a thread to attach to (attach). */
+  get handle(): bigint {
+    return (this.db as unknown as { handle: bigint }).handle;
+  }
+
   /** A RocksDB property (`rocksdb.total-sst-files-size`, `rocksdb.estimate-live-data-size`, ...). */
   property(name: string): string {
     return String(this.db.getProperty(name));

@@ -1,4 +1,4 @@
-import { StreamDeletedError, type EventRecord, type ResolvedEvent, type Store } from '../store/index.js';
+import { StreamDeletedError, type AllPage, type EventRecord, type ResolvedEvent, type Store } from '../store/index.js';
 import { ALL_STREAM } from '../auth/access.js';
 import type { Principal } from '../auth/principal.js';
 import { matchesFilter, type EventFilter } from './filter.js';
@@ -185,22 +185,32 @@ export class SubscriptionVerbs {
       if (batch.length > 0) yield { kind: 'events', events: batch };
     };
     const resolve = (r: EventRecord): ResolvedEvent => this.streams.resolved(r, resolveLinks);
-    const readPage = (): boolean => {
-      const page = this.store.readAllForward(next, PAGE);
+    // The next page is read (off the event loop when it is older than the log tail) while the
+    // consumer takes this one.
+    let ahead: Promise<AllPage> | undefined;
+    const readAhead = () => {
+      const read = this.store.readAllForwardOffThread(next, PAGE);
+      read.catch(() => undefined); // (awaited below, or dropped when the subscription ends)
+      return read;
+    };
+    const readPage = async (): Promise<boolean> => {
+      const page = await (ahead ?? readAhead());
+      ahead = undefined;
       pageRecords = page.records;
       next = page.nextPosition;
+      if (!page.isEnd) ahead = readAhead();
       return page.isEnd;
     };
     let pageRecords: readonly EventRecord[] = [];
     while (!signal.aborted) {
       for (;;) {
-        const atEnd = readPage();
+        const atEnd = await readPage();
         yield* process(pageRecords, resolve);
         if (atEnd || signal.aborted) break;
       }
       const tail = new LiveTail(this.store, () => true, signal);
       try {
-        const atEnd = readPage();
+        const atEnd = await readPage();
         yield* process(pageRecords, resolve);
         if (!atEnd) continue;
         if (filter && interval > 0 && after > lastCheckpoint) {
@@ -213,6 +223,7 @@ export class SubscriptionVerbs {
           if (signal.aborted) return;
           if (tail.overflowed) {
             next = after < 0 ? 0 : after;
+            ahead = undefined;
             yield { kind: 'fellBehind', ...(lastDelivered !== undefined ? { position: lastDelivered } : {}) };
             break;
           }
