@@ -49,7 +49,7 @@ export async function writeEpoch(store: Store, term: number, leader: { name: str
  * newest of the follower's epochs the leader also has (same term, same position) is shared; the
  * logs agree up to the end of that term on the shorter side. The follower truncates above it.
  */
-export function commonPoint(store: Store, hello: Hello): number {
+export function commonPoint(store: Store, hello: Pick<Hello, 'epochs' | 'logEnd'>): number {
   const leaderEpochs = epochHistory(store, LEADER_EPOCHS_READ); // newest first
   const index = new Map(leaderEpochs.map((e, i) => [e.term, i]));
   for (const theirs of hello.epochs) {

@@ -1,10 +1,9 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { ExpectedVersion, NotLeaderError, type AppendResult, type ProposedEvent, type Store } from '../store/index.js';
+import { ExpectedVersion, NotLeaderError, type AppendResult, type ProposedEvent, type ShippedBatch, type Store } from '../store/index.js';
 import { epochHistory } from './epochs.js';
 import {
-  decodeJson, decodePosition, decodeRecords, FRAME, FrameError, isStart, jsonFrame, positionFrame, readFrames,
-  type Control, type Hello, type Start, type Written,
+  encodeFrame, FRAME, FrameError, frameName, PROTOCOL_VERSION, readFrames, type Control, type Frame, type Hello, type Written,
 } from './frames.js';
 import type { Transport } from './transport.js';
 
@@ -18,6 +17,8 @@ import type { Transport } from './transport.js';
 const MAX_APPLYING_BYTES = 64 * 1024 * 1024;
 /** No frame from the leader (it sends heartbeats) for this long: the connection is dead. */
 const SILENCE_MS = 3000;
+/** A write the leader acknowledged that this node's reads do not show within this long fails (the leader's own write timeout). */
+const SEEN_HERE_MS = 10_000;
 
 export interface FollowerEvents {
   /** START received: the follower now receives the log. */
@@ -57,6 +58,8 @@ export class FollowerReplication {
   /** This node's own appends sent to the leader (WRITE), by id, until WRITTEN or the connection closes. */
   private readonly writes = new Map<number, { resolve: (w: Written) => void; reject: (e: Error) => void }>();
   private nextWrite = 1;
+  /** Aborted when the connection closes: appends waiting to see their write here stop waiting. */
+  private readonly closing = new AbortController();
 
   /** `lifetimeMs`: the connection is replaced after about this long (certificates reloaded since take effect). */
   constructor(private readonly store: Store, private readonly leader: LeaderAddress, private readonly self: { name: string; instanceId: string },
@@ -86,39 +89,50 @@ export class FollowerReplication {
       this.failWrites();
     });
     const hello: Hello = {
-      name: this.self.name, instanceId: this.self.instanceId, term: this.leader.term,
+      version: PROTOCOL_VERSION, name: this.self.name, instanceId: this.self.instanceId, term: this.leader.term,
       epochs: epochHistory(this.store), logEnd: this.store.logEnd,
     };
-    socket.write(jsonFrame(FRAME.HELLO, hello));
+    socket.write(encodeFrame(FRAME.HELLO, hello));
     this.armSilence();
     let started = false;
-    readFrames(socket, (type, payload) => {
+    readFrames(socket, (frame) => {
       this.armSilence();
-      if (type === FRAME.REFUSED) {
-        this.closedReason = `refused: ${payload.toString('utf8')}`;
+      if (frame.type === FRAME.REFUSED) {
+        this.closedReason = `refused: ${frame.body.message}`;
         socket.destroy();
-        return;
-      }
-      if (!started) {
-        if (type !== FRAME.START) throw new FrameError('the first frame from the leader is not START');
-        const start = decodeJson<Start>(payload, isStart);
-        if (start.term !== this.leader.term) throw new FrameError(`START for term ${start.term}, not ${this.leader.term}`);
+      } else if (!started) {
+        if (frame.type !== FRAME.START) throw new FrameError(`the first frame from the leader is ${frameName(frame.type)}, not START`);
+        if (frame.body.term !== this.leader.term) throw new FrameError(`START for term ${frame.body.term}, not ${this.leader.term}`);
         started = true;
-        if (hello.logEnd > start.common) {
-          this.stop();
-          this.events.truncate(start.common);
-          return;
-        }
-        this.events.started();
-        return;
+        this.started(hello.logEnd, frame.body.common);
+      } else {
+        this.received(frame);
       }
-      if (type === FRAME.RECORDS) this.apply(decodeRecords(payload));
-      else if (type === FRAME.COMMIT) this.committed(decodePosition(payload));
-      else if (type === FRAME.HEARTBEAT) this.heard(payload.readDoubleBE(0));
-      else if (type === FRAME.WRITTEN) this.written(JSON.parse(payload.toString('utf8')) as Written);
-      else if (type === FRAME.CONTROL) this.control(JSON.parse(payload.toString('utf8')) as Control);
-      else throw new FrameError(`unexpected frame ${type} from the leader`);
+    }, (err) => {
+      this.closedReason ??= err instanceof FrameError ? `a frame from the leader that does not fit the protocol: ${err.message}` : `handling a frame from the leader failed: ${err.message}`;
     });
+  }
+
+  /** START: the follower's log from `logEnd` follows the leader's, or must first be cut back to `common`. */
+  private started(logEnd: number, common: number): void {
+    if (logEnd > common) {
+      void this.stop();
+      this.events.truncate(common);
+      return;
+    }
+    this.events.started();
+  }
+
+  /** A frame after START. */
+  private received(frame: Frame): void {
+    switch (frame.type) {
+      case FRAME.RECORDS: return this.apply(frame.body);
+      case FRAME.COMMIT: return this.committed(frame.body);
+      case FRAME.HEARTBEAT: return this.heard(frame.body);
+      case FRAME.WRITTEN: return this.written(frame.body);
+      case FRAME.CONTROL: return this.control(frame.body);
+      default: throw new FrameError(`a ${frameName(frame.type)} frame from the leader`);
+    }
   }
 
   /**
@@ -130,7 +144,7 @@ export class FollowerReplication {
     const id = this.nextWrite++;
     const written = await new Promise<Written>((resolve, reject) => {
       this.writes.set(id, { resolve, reject });
-      this.socket!.write(jsonFrame(FRAME.WRITE, {
+      this.socket!.write(encodeFrame(FRAME.WRITE, {
         id, stream, expected: ExpectedVersion.toNumber(expected),
         events: events.map((e) => ({
           eventId: e.eventId.toString('base64'), eventType: e.eventType, isJson: e.isJson,
@@ -141,20 +155,24 @@ export class FollowerReplication {
     if (written.error !== undefined || written.position === undefined || written.firstEventNumber === undefined) {
       throw new Error(`the leader refused the write to ${stream}: ${written.error ?? 'no position'}`);
     }
-    // The record at `position` is replicated and committed here: this node's reads show it.
-    const deadline = performance.now() + 10_000;
-    while (this.store.headPosition <= written.position) {
-      if (this.stopped) throw new NotLeaderError('the connection to the leader closed before the write was replicated');
-      if (performance.now() > deadline) throw new Error(`the write to ${stream} was not replicated here within 10 s`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await this.seenHere(written.position, stream);
     return { firstEventNumber: written.firstEventNumber, position: written.position };
+  }
+
+  /** Resolves once this node's reads show the record at `position` (it is replicated and committed here). */
+  private async seenHere(position: number, stream: string): Promise<void> {
+    const seen = () => this.store.headPosition > position;
+    if (seen()) return;
+    // Reads show a batch before the commit bus publishes it: each publication is the moment to look again.
+    if (await this.store.bus.waitFor(seen, SEEN_HERE_MS, this.closing.signal)) return;
+    if (this.stopped) throw new NotLeaderError('the connection to the leader closed before the write was replicated');
+    throw new Error(`the write to ${stream} was not replicated here within ${SEEN_HERE_MS / 1000} s`);
   }
 
   /** A request from the leader to this node's own services (FollowerEvents.serve), answered CONTROL_REPLY. */
   private control(c: Control): void {
     const reply = (body: Record<string, unknown>) => {
-      if (!this.stopped) this.socket!.write(jsonFrame(FRAME.CONTROL_REPLY, { id: c.id, ...body }));
+      if (!this.stopped) this.socket!.write(encodeFrame(FRAME.CONTROL_REPLY, { id: c.id, ...body }));
     };
     const serve = this.events.serve;
     if (!serve) {
@@ -172,6 +190,7 @@ export class FollowerReplication {
   }
 
   private failWrites(): void {
+    this.closing.abort();
     for (const pending of this.writes.values()) pending.reject(new NotLeaderError('the connection to the leader closed'));
     this.writes.clear();
   }
@@ -185,7 +204,7 @@ export class FollowerReplication {
     this.silence.unref();
   }
 
-  private apply(batch: ReturnType<typeof decodeRecords>): void {
+  private apply(batch: ShippedBatch): void {
     let bytes = 0;
     for (const r of batch.records) bytes += r.length;
     this.inFlight += bytes;
@@ -207,7 +226,7 @@ export class FollowerReplication {
         if (this.inFlight < MAX_APPLYING_BYTES / 2) this.socket?.resume();
       }
       if (this.stopped) return;
-      this.socket!.write(positionFrame(FRAME.ACK, this.store.logEnd));
+      this.socket!.write(encodeFrame(FRAME.ACK, this.store.logEnd));
       // (the leader's commit may have arrived before these records did)
       this.store.commitThrough(this.leaderCommit);
     });
@@ -223,7 +242,7 @@ export class FollowerReplication {
     // Acknowledge on every heartbeat too: the leader learns our end even when no records flow.
     void this.applying.then(() => {
       if (this.stopped) return;
-      this.socket!.write(positionFrame(FRAME.ACK, this.store.logEnd));
+      this.socket!.write(encodeFrame(FRAME.ACK, this.store.logEnd));
       if (!this.caughtUp && this.store.logEnd >= leaderHead) {
         this.caughtUp = true;
         this.events.caughtUp();

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ExpectedVersion, ReplicationLostError, WriteTimeoutError, type ReplicationGate, type ShippedBatch, type Store } from '../store/index.js';
 import { commonPoint } from './epochs.js';
 import {
-  decodePosition, encodeFrame, FRAME, jsonFrame, positionFrame, recordsFrame, type Hello, type Start, type WriteRequest, type Written, type ControlReply,
+  encodeFrame, FRAME, FrameError, frameName, recordsFrame, type ControlReply, type Frame, type Hello, type WriteRequest, type Written,
 } from './frames.js';
 
 // The leader's side of replication, and the writer's gate on the leader. Every durable batch is
@@ -113,15 +113,14 @@ export class LeaderReplication implements ReplicationGate {
   }
 
   /** A follower connected for this term (its HELLO read): answers where the logs agree and starts sending. */
-  attach(socket: Socket, hello: Hello, onFrame: (handler: (type: number, payload: Buffer) => void) => void): void {
+  attach(socket: Socket, hello: Hello, onFrame: (handler: (frame: Frame) => void) => void): void {
     if (this.ended) {
-      socket.end(jsonFrame(FRAME.REFUSED, { message: 'this leader has ended its term' }));
+      socket.end(encodeFrame(FRAME.REFUSED, { message: 'this leader has ended its term' }));
       return;
     }
     for (const s of this.sessions) if (s.name === hello.name) s.close(); // its earlier connection
     const common = commonPoint(this.store, hello);
-    const start: Start = { term: this.term, common };
-    socket.write(jsonFrame(FRAME.START, start));
+    socket.write(encodeFrame(FRAME.START, { term: this.term, common }));
     if (hello.logEnd > common) {
       this.log.info({ follower: hello.name, logEnd: hello.logEnd, common }, 'follower holds records past the common point: it truncates and reconnects');
       socket.end();
@@ -136,20 +135,22 @@ export class LeaderReplication implements ReplicationGate {
       session.close();
       this.log.info({ follower: hello.name }, 'follower disconnected');
     });
-    onFrame((type, payload) => {
-      if (type === FRAME.CONTROL_REPLY) {
-        session.replied(JSON.parse(payload.toString('utf8')) as ControlReply);
-        return;
+    onFrame((frame) => {
+      switch (frame.type) {
+        case FRAME.ACK: return this.acked(session, frame.body);
+        case FRAME.WRITE: return this.appendFor(session, frame.body);
+        case FRAME.CONTROL_REPLY: return session.replied(frame.body);
+        default: throw new FrameError(`a ${frameName(frame.type)} frame from a follower`);
       }
-      if (type === FRAME.WRITE) {
-        this.appendFor(session, JSON.parse(payload.toString('utf8')) as WriteRequest);
-        return;
-      }
-      if (type !== FRAME.ACK) throw new Error(`unexpected frame ${type} from a follower`);
-      session.acked = Math.max(session.acked, decodePosition(payload));
-      this.release();
     });
     session.catchUp();
+  }
+
+  /** A follower's durable end: it holds only what this leader shipped, so never more than this log. */
+  private acked(session: FollowerSession, position: number): void {
+    if (position > this.store.logEnd) throw new FrameError(`an ACK of ${position}, past this leader's log end ${this.store.logEnd}`);
+    session.acked = Math.max(session.acked, position);
+    this.release();
   }
 
   /** Sends `request` to the follower named `name` (its ClusterHooks.serve answers); rejects when it is not connected. */
@@ -161,9 +162,9 @@ export class LeaderReplication implements ReplicationGate {
 
   /** A follower's own append (its node scavenge's point and history): appended here, answered WRITTEN once a quorum holds it. */
   private appendFor(session: FollowerSession, request: WriteRequest): void {
-    const answer = (written: Written) => session.send(jsonFrame(FRAME.WRITTEN, written));
+    const answer = (written: Written) => session.send(encodeFrame(FRAME.WRITTEN, written));
     const expected = ExpectedVersion.fromNumber(request.expected);
-    if (!expected || !Array.isArray(request.events)) {
+    if (!expected) {
       answer({ id: request.id, error: 'malformed write request' });
       return;
     }
@@ -262,7 +263,7 @@ class FollowerSession {
         reject(new Error(`${this.name} did not answer within ${timeoutMs} ms`));
       }, timeoutMs);
       this.requests.set(id, { resolve, reject, timer });
-      this.socket.write(jsonFrame(FRAME.CONTROL, { id, request }));
+      this.socket.write(encodeFrame(FRAME.CONTROL, { id, request }));
     });
   }
 
@@ -284,14 +285,12 @@ class FollowerSession {
   commit(position: number): void {
     if (this.closed || position <= this.committed) return;
     this.committed = position;
-    this.socket.write(positionFrame(FRAME.COMMIT, position));
+    this.socket.write(encodeFrame(FRAME.COMMIT, position));
   }
 
   heartbeat(): void {
     if (this.closed) return;
-    const payload = Buffer.allocUnsafe(8);
-    payload.writeDoubleBE(this.store.logEnd, 0);
-    this.socket.write(encodeFrame(FRAME.HEARTBEAT, payload));
+    this.socket.write(encodeFrame(FRAME.HEARTBEAT, this.store.logEnd));
   }
 
   close(): void {
