@@ -1,34 +1,37 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
 import { SCAVENGE_STATE_DIR, Store } from './store/index.js';
 import { UserStore } from './auth/users.js';
 import { AccessControl } from './auth/access.js';
-import { buildApp, markDraining, routesOf, type Route } from './api/app.js';
-import { createGrpcDoor, createListener, type GrpcServer } from './api/grpc/index.js';
-import type { Listener } from './api/listener.js';
-import { createVerbs } from './verbs/index.js';
+import type { Route } from './api/app.js';
+import { openDoors, type Doors } from './api/doors.js';
 import type { NodeControl, ReloadOutcome } from './api/context.js';
-import { childLogger, createLogger, setLogLevel } from './logger.js';
+import { createVerbs } from './verbs/index.js';
+import { childLogger, createLogger } from './logger.js';
 import { StatsCollector } from './stats/collector.js';
-import { loadCertificates, type CertificateSet } from './tls/certificates.js';
+import type { CertificateSet } from './tls/certificates.js';
 import { VERSION } from './version.js';
-import { ProjectionManager, type RunProjections } from './projections/manager.js';
+import { ProjectionManager, type ManagerOptions, type RunProjections } from './projections/manager.js';
 import { SubscriptionService } from './subscriptions/service.js';
-import { Scavenger } from './scavenge/scavenger.js';
+import { Scavenger, type ScavengerOptions } from './scavenge/scavenger.js';
 import { BackupService } from './backup/service.js';
 import {
   AutoScavengeCoordinator, memberScavengeRequest, ReplicatedCluster, SingleNodeCluster, type Clock, type Ticker,
 } from './autoscavenge/index.js';
-import { join } from 'node:path';
 import { autoScavengeEnablement, type AutoScavengeEnablement } from './license/index.js';
-import { startCluster, type Cluster } from './cluster/index.js';
+import { startCluster, type Cluster, type ClusterHooks } from './cluster/index.js';
+import { certificatesFor, createNodeControl, secureContextOf } from './node-control.js';
+import { ServiceList } from './service-list.js';
 
 export { VERSION };
 
-// Wires the subsystems together: the store, users and access control, then the HTTP API.
-// Shutdown runs in the opposite order: stop accepting, finish the writes in flight, close RocksDB.
+// Wires the subsystems together. startNode is one list of services, started in order and stopped
+// by the same list in reverse (service-list.ts), single node and cluster alike: the entries only a
+// cluster has are left out of a single node's list. A shutdown first stops taking requests and
+// finishes those in flight, a cluster node then leaves the cluster, and RocksDB closes last; a
+// start that fails half way stops what it started the same way and rejects with its error.
 
 export interface RunningNode {
   readonly url: string;
@@ -64,18 +67,163 @@ export interface NodeOptions {
   autoScavenge?: { enabled?: boolean; reason?: string; clock?: Clock; ticker?: Ticker; roundIntervalMs?: number };
 }
 
+export async function startNode(config: Config, options: NodeOptions = {}): Promise<RunningNode> {
+  const log = options.log ?? createLogger(config.logLevel);
+  // What refuses the configuration does so before anything starts (no database is opened).
+  const autoScavenge = autoScavengeEnablement(config, new Date());
+  if (autoScavenge.fatal) throw new ConfigError(autoScavenge.fatal);
+  const loaded: LoadedConfig = { config, sources: options.sources ?? defaultSources() };
+  warnAboutOptions(loaded, log);
+  const certificates = certificatesFor(config);
+  const clustered = config.clusterSize > 1;
+  const instanceId = randomUUID();
+  // The license check decides whether the coordinator runs (tests may decide instead, with their clock).
+  const setting = options.autoScavenge ?? {};
+  const disabledReason = setting.reason ?? autoScavenge.reason;
+  const coordinatorOptions = {
+    enabled: setting.enabled ?? autoScavenge.enabled, disabledReason, clock: setting.clock, ticker: setting.ticker, roundIntervalMs: setting.roundIntervalMs,
+  };
+  const defaultUsers = { adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword };
+
+  // Each is set by its entry in the list below, which starts it before every entry that uses it.
+  let store!: Store;
+  let stats!: StatsCollector;
+  let cluster: Cluster | undefined;
+  let users!: UserStore;
+  let projections!: ProjectionManager;
+  let subscriptions!: SubscriptionService;
+  let scavenger!: Scavenger;
+  let backups!: BackupService;
+  let coordinator!: AutoScavengeCoordinator;
+  let access!: AccessControl;
+  let control!: NodeControl;
+  let doors!: Doors;
+  let port = 0; // known once the node listens
+
+  const services = new ServiceList(log);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      log.info('shutting down: no new requests; finishing the writes in flight');
+      await services.stop();
+      log.info('shut down cleanly');
+    })();
+    return closing;
+  };
+  const restart = (reason: string): void => {
+    if (closing) return; // closing already (a shutdown, or a restart under way)
+    void close().then(() => options.onRestart?.(reason));
+  };
+
+  await services.start([
+    { name: 'store', start: async () => {
+      store = await openStore(config, log);
+      return () => store.close();
+    } },
+    { name: 'stats', start: () => {
+      stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
+      return () => stats.stop();
+    } },
+    // Takes hold of the store's writer at once: nothing is written here until this node leads.
+    clustered && { name: 'cluster', start: () => {
+      cluster = startCluster({ store, config, instanceId, log, certificates });
+      return () => cluster!.stop();
+    } },
+    // In a cluster the leader's services start once this node leads (clusterHooks), and stop here.
+    { name: 'users', start: async () => {
+      users = new UserStore(store, childLogger(log, 'users'));
+      await users.start(clustered ? undefined : defaultUsers);
+      return () => users.stop();
+    } },
+    { name: 'projections', start: async () => {
+      projections = new ProjectionManager(store, childLogger(log, 'projections'), projectionOptions(config));
+      if (!clustered) await projections.start();
+      return () => projections.stop();
+    } },
+    { name: 'persistent subscriptions', start: async () => {
+      subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));
+      if (!clustered) await subscriptions.start();
+      return () => subscriptions.stop();
+    } },
+    { name: 'scavenger', start: () => {
+      const scavengerOptions = scavengerOptionsOf({ config, store, cluster, port: () => port, backupRunning: () => backups.running });
+      scavenger = new Scavenger(store, scavengerOptions, childLogger(log, 'scavenge'));
+      return () => scavenger.close();
+    } },
+    { name: 'backups', start: () => {
+      backups = new BackupService(store, () => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
+      return () => backups.close();
+    } },
+    { name: 'auto-scavenge coordinator', start: () => {
+      const membership = cluster
+        ? replicatedMembership(store, cluster)
+        : new SingleNodeCluster(store, scavenger, () => ({ address: config.httpIp, port }), instanceId);
+      coordinator = new AutoScavengeCoordinator(store, membership, coordinatorOptions, childLogger(log, 'auto-scavenge'));
+      return () => coordinator.stop();
+    } },
+    { name: 'access control', start: () => {
+      access = new AccessControl(store, config.allowAnonymousStreamAccess);
+      return () => access.stop();
+    } },
+    { name: 'HTTP and gRPC listener', start: async () => {
+      control = createNodeControl({
+        log, loaded, reloadConfig: options.reloadConfig, certificates, stats, store, cluster, instanceId, port: () => port,
+        useCertificates: (next, nextConfig) => {
+          doors.setSecureContext(secureContextOf(next));
+          cluster?.reloadCertificates(next, nextConfig.certificateReservedNodeCommonName);
+        },
+        requestShutdown: () => { void close().then(() => options.onShutdown?.()); },
+      });
+      doors = await openDoors({
+        api: {
+          store, users, access, verbs: createVerbs(store, access), config, log: childLogger(log, 'http'), node: control,
+          projections, subscriptions, scavenger, backups, autoScavenge: coordinator,
+        },
+        grpcLog: childLogger(log, 'grpc'), cluster: cluster?.routing(), tls: certificates && secureContextOf(certificates),
+        watch: (server) => stats.watch(server),
+      });
+      port = doors.port;
+      return () => doors.close(); // frees the port when a later entry fails to start
+    } },
+    // Both need the port: the scavenge history and the coordinator's view name this node by its address.
+    // Their stops are the scavenger's and the coordinator's entries.
+    !clustered && { name: 'scavenge history', start: () => scavenger.open() },
+    !clustered && { name: 'auto-scavenge rounds', start: () => coordinator.start() },
+    clustered && { name: 'cluster membership', start: async () => {
+      await cluster!.join(port, certificates ? 'https' : 'http', clusterHooks({
+        users, defaultUsers, projections, subscriptions, scavenger, coordinator, log, restart,
+      }));
+      // Leaves the cluster before the leader's services stop: their last writes are refused at once
+      // rather than waiting for a quorum.
+      return () => cluster!.stop();
+    } },
+    // Last, so that a shutdown first stops taking requests and lets those in flight finish.
+    { name: 'requests', start: () => {
+      logStarted({ log, url: urlOf(config, port, certificates), config, store, certificates, autoScavenge: coordinator.enabled, disabledReason });
+      return () => doors.close();
+    } },
+  ]);
+  return {
+    url: urlOf(config, port, certificates), port, store, log, routes: doors.routes, autoScavenge, close, reload: () => control.reload(),
+  };
+}
 
 function defaultSources(): Record<OptionName, ConfigSource> {
   return Object.fromEntries(Object.keys(OPTIONS).map((n) => [n, 'default'])) as Record<OptionName, ConfigSource>;
 }
 
-export async function startNode(config: Config, options: NodeOptions = {}): Promise<RunningNode> {
-  const log = options.log ?? createLogger(config.logLevel);
-  const autoScavenge = autoScavengeEnablement(config, new Date());
-  if (autoScavenge.fatal) throw new ConfigError(autoScavenge.fatal);
+/** Options set to no effect, said once at the start. */
+function warnAboutOptions({ config, sources }: LoadedConfig, log: Logger): void {
   if (config.dev) log.warn('dev mode (--dev): plain HTTP whatever --insecure says, auto-scavenge off; not for production');
-  let current: LoadedConfig = { config, sources: options.sources ?? defaultSources() };
-  let certificates: CertificateSet | undefined = servesPlainHttp(config) ? undefined : loadCertificates(config);
+  if (config.clusterSize <= 1) {
+    const set = (Object.keys(OPTIONS) as OptionName[]).filter((n) => OPTIONS[n].group === 'Cluster' && n !== 'clusterSize' && sources[n] !== 'default');
+    if (set.length > 0) log.warn({ options: set }, `${set.join(', ')} have no effect with --cluster-size 1 (a single node)`);
+  }
+  if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
+}
+
+/** Opens the store; says what a truncate checkpoint (left by a cluster node that had to drop its tail) removed. */
+async function openStore(config: Config, log: Logger): Promise<Store> {
   const store = await Store.open({
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
     maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
@@ -89,246 +237,101 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       + `${t.streamsChanged} streams changed (${t.streamsRemoved} of them removed)`);
   }
   store.bus.onListenerFailure = (subscriber, err) => log.error({ err, subscriber }, `${subscriber} failed on a commit; the writer and the other followers go on`);
-  const clustered = config.clusterSize > 1;
-  if (!clustered) {
-    const set = (Object.keys(OPTIONS) as OptionName[]).filter((n) => OPTIONS[n].group === 'Cluster' && n !== 'clusterSize' && current.sources[n] !== 'default');
-    if (set.length > 0) log.warn({ options: set }, `${set.join(', ')} have no effect with --cluster-size 1 (a single node)`);
-  }
-  let cluster: Cluster | undefined;
-  const users = new UserStore(store, childLogger(log, 'users'));
-  const projections = new ProjectionManager(store, childLogger(log, 'projections'), {
+  return store;
+}
+
+function projectionOptions(config: Config): ManagerOptions {
+  return {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
     maxStateBytes: config.maxProjectionStateSize, partitionCache: config.projectionPartitionCache,
     runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
-  });
-  const subscriptions = new SubscriptionService(store, childLogger(log, 'subscriptions'));
-  let port = 0;
-  const scavenger: Scavenger = new Scavenger(store, {
+  };
+}
+
+function scavengerOptionsOf({ config, store, cluster, port, backupRunning }: {
+  config: Config; store: Store; cluster: Cluster | undefined; port: () => number; backupRunning: () => boolean;
+}): ScavengerOptions {
+  return {
     stateDir: join(store.location, SCAVENGE_STATE_DIR), chunkSize: config.chunkSize, disableMerging: config.disableScavengeMerging,
     historyMaxAgeDays: config.scavengeHistoryMaxAge, backendPageSize: config.scavengeBackendPageSize,
     backendCacheSize: config.scavengeBackendCacheSize, streamCacheCapacity: config.scavengeHashUsersCacheCapacity,
     // In a cluster the scavenge point and history go through the leader, whatever this node's role.
-    ...(clustered ? { append: (stream, expected, events) => cluster!.append(stream, expected, events) } : {}),
+    ...(cluster ? { append: cluster.append } : {}),
     // The address the node is known by (a cluster's members each their own, even all on 0.0.0.0).
-    nodeEndpoint: () => `${config.advertiseHttpIp ?? config.httpIp}:${config.advertiseHttpPort || port}`,
-    backupRunning: (): boolean => backups.running, clustered,
-  }, childLogger(log, 'scavenge'));
-  const backups: BackupService = new BackupService(store, (): string | undefined => scavenger.current()?.scavengeId, VERSION, childLogger(log, 'backup'));
-  if (config.alwaysKeepScavenged) log.warn('AlwaysKeepScavenged is deprecated and has no effect: a scavenge removes records in place and keeps every chunk');
-  const instanceId = randomUUID();
-  // The license check decides whether the coordinator runs (tests may decide instead, with their clock).
-  const setting = options.autoScavenge ?? {};
-  const disabledReason = setting.reason ?? autoScavenge.reason;
-  // In a cluster: the members from gossip, and their node scavenges called over the replication links.
-  const membership = clustered
-    ? new ReplicatedCluster(store, {
-      clusterSize: config.clusterSize,
-      selfName: () => (cluster ? cluster.routing().name : ''),
-      gossip: () => (cluster ? cluster.gossip() : { members: [] }),
-      isLeader: () => cluster?.state === 'Leader',
-      resign: async () => (cluster ? cluster.resign() : false),
-      memberRequest: (name, request, timeoutMs) => (cluster
-        ? cluster.memberRequest(name, request, timeoutMs) : Promise.reject(new Error('not in a cluster yet'))),
-    })
-    : new SingleNodeCluster(store, scavenger, () => ({ address: config.httpIp, port }), instanceId);
-  const coordinator = new AutoScavengeCoordinator(store, membership, {
-      enabled: setting.enabled ?? autoScavenge.enabled, disabledReason, clock: setting.clock,
-      ticker: setting.ticker, roundIntervalMs: setting.roundIntervalMs,
-    }, childLogger(log, 'auto-scavenge'));
-  const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
-  let app: FastifyInstance | undefined;
-  let grpc: GrpcServer | undefined;
-  let listener: Listener | undefined;
-  let closing: Promise<void> | undefined;
-  /** A cluster follower's own interrupted scavenges (Scavenger.recordInterrupted). */
+    nodeEndpoint: () => `${config.advertiseHttpIp ?? config.httpIp}:${config.advertiseHttpPort || port()}`,
+    backupRunning, clustered: cluster !== undefined,
+  };
+}
+
+/** In a cluster: the members from gossip, and their node scavenges called over the replication links. */
+function replicatedMembership(store: Store, cluster: Cluster): ReplicatedCluster {
+  return new ReplicatedCluster(store, {
+    clusterSize: cluster.clusterSize,
+    selfName: () => cluster.routing().name,
+    gossip: () => cluster.gossip(),
+    isLeader: () => cluster.state === 'Leader',
+    resign: () => cluster.resign(),
+    memberRequest: (name, request, timeoutMs) => cluster.memberRequest(name, request, timeoutMs),
+  });
+}
+
+interface LeaderServices {
+  users: UserStore;
+  defaultUsers: { adminPassword: string; opsPassword: string };
+  projections: ProjectionManager;
+  subscriptions: SubscriptionService;
+  scavenger: Scavenger;
+  coordinator: AutoScavengeCoordinator;
+  log: Logger;
+  /** The node closes and starts again (NodeOptions.onRestart). */
+  restart(reason: string): void;
+}
+
+/** What a cluster node runs as its role changes (src/cluster/cluster-node.ts calls these). */
+function clusterHooks(s: LeaderServices): ClusterHooks {
+  /** This node's own interrupted scavenges, recorded once it follows (Scavenger.recordInterrupted). */
   let interruptedRecorded: 'no' | 'recording' | 'yes' = 'no';
-  let reloading = false;
-
-  const close = (): Promise<void> => {
-    closing ??= (async () => {
-      log.info('shutting down: no new requests; finishing the writes in flight');
-      if (app) {
-        markDraining(app);
-        // Answers in flight close their connections; a client that keeps an idle keep-alive
-        // connection open past the grace period is cut off rather than holding the shutdown.
-        const server = app.server;
-        const force = setTimeout(() => server.closeAllConnections(), 5000).unref();
-        grpc?.close();
-        const stopped = listener?.close();
-        server.closeIdleConnections();
-        await app.close();
-        await stopped;
-        clearTimeout(force);
-      }
-      stats.stop();
-      await cluster?.stop();
-      await coordinator.stop();
-      await backups.close();
-      await scavenger.close();
-      await subscriptions.stop();
-      await projections.stop();
-      users.stop();
-      await store.close();
-      log.info('shut down cleanly');
-    })();
-    return closing;
-  };
-
-  const reload = async (): Promise<ReloadOutcome> => {
-    if (reloading) {
-      log.warn('a configuration reload is already in progress; this trigger is dropped');
-      return { result: 'AlreadyInProgress', message: 'A reload is already in progress.' };
-    }
-    reloading = true;
-    try {
-      const next = options.reloadConfig ? options.reloadConfig() : current;
-      let loaded: CertificateSet | undefined;
-      if (!servesPlainHttp(next.config)) {
-        if (!certificates) throw new Error('the node was started insecure; switching to TLS needs a restart');
-        loaded = loadCertificates(next.config);
-      }
-      // Everything validated: apply.
-      setLogLevel(log, next.config.logLevel);
-      if (loaded && certificates) {
-        listener!.setSecureContext({ cert: loaded.cert, key: loaded.key, ...(loaded.ca.length ? { ca: loaded.ca } : {}) });
-        log.info({ subject: loaded.subject, oldThumbprint: certificates.thumbprint, newThumbprint: loaded.thumbprint, validTo: loaded.validTo },
-          'certificate reloaded');
-        certificates = loaded;
-        cluster?.reloadCertificates(loaded, next.config.certificateReservedNodeCommonName);
-      }
-      current = applyReloadable(current, next);
-      log.info({ logLevel: next.config.logLevel }, 'configuration reloaded');
-      return { result: 'Reloaded', message: 'The configuration was reloaded.' };
-    } catch (err) {
-      log.error({ err: (err as Error).message }, 'configuration reload failed; the previous configuration stays in force');
-      return { result: 'Failed', message: (err as Error).message };
-    } finally {
-      reloading = false;
-    }
-  };
-
-  const node: NodeControl = {
-    version: VERSION,
-    stats,
-    currentConfig: () => current,
-    gossip: () => (cluster ? cluster.gossip() : gossipOf(instanceId, current.config, port, store)),
-    state: () => (cluster ? cluster.state : 'Leader'),
-    resign: async () => (cluster ? cluster.resign() : false),
-    requestShutdown: () => {
-      void close().then(() => options.onShutdown?.());
-    },
-    reload,
-  };
-
-  const defaultUsers = { adminPassword: config.defaultAdminPassword, opsPassword: config.defaultOpsPassword };
-  // What runs on the leader only: on a single node at the start, in a cluster once this node leads.
-  const lead = async (): Promise<void> => {
-    if (clustered) await users.createDefaults(defaultUsers);
-    await projections.start();
-    await subscriptions.start();
-    if (clustered) {
+  return {
+    // What runs on the leader only; a single node starts it with the node.
+    lead: async () => {
+      await s.users.createDefaults(s.defaultUsers);
+      await s.projections.start();
+      await s.subscriptions.start();
       // In the background: its history writes wait for the quorum, and leading does not wait for them.
-      scavenger.open().catch((err: Error) => log.warn({ err: err.message }, 'SCAVENGING: could not record the interrupted scavenges'));
+      s.scavenger.open().catch((err: Error) => s.log.warn({ err: err.message }, 'SCAVENGING: could not record the interrupted scavenges'));
       // The coordinator runs on the leader: followers first, then this node resigns and the next leader's coordinator scavenges it.
-      coordinator.start();
-    }
-  };
-  try {
-    if (clustered) cluster = startCluster(store, config, instanceId, log, certificates);
-    await users.start(clustered ? undefined : defaultUsers);
-    if (!clustered) await lead();
-    const access = new AccessControl(store, config.allowAnonymousStreamAccess);
-    const verbs = createVerbs(store, access);
-    const tls = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, verbs, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator },
-      { cluster: cluster?.routing() });
-    grpc = createGrpcDoor({ verbs, users, config, log: childLogger(log, 'grpc'), cluster: cluster?.routing() });
-    await app.ready();
-    // One port: HTTP/1.1 for the HTTP API, HTTP/2 for gRPC (api/listener.ts).
-    listener = createListener(app.server, grpc.http2, tls);
-    stats.watch(listener.server);
-    port = await listener.listen(config.httpIp, config.httpPort);
-  } catch (err) {
-    stats.stop();
-    await cluster?.stop();
-    await backups.close();
-    await scavenger.close();
-    await subscriptions.stop();
-    await projections.stop();
-    grpc?.close();
-    await listener?.close();
-    await app?.close();
-    await store.close();
-    throw err;
-  }
-  const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
-  const url = `${certificates ? 'https' : 'http'}://${host}:${port}`;
-  if (cluster) {
-    try {
-      await cluster.join(port, certificates ? 'https' : 'http', {
-        lead,
-        // The leader's coordinator calls this node's scavenger over the replication link.
-        led: () => coordinator.roleChanged(),
-        serve: (request) => memberScavengeRequest(scavenger, request),
-        // A follower records its own scavenges that a kill interrupted, through the leader, once.
-        follow: () => {
-          if (interruptedRecorded !== 'no') return;
-          interruptedRecorded = 'recording';
-          scavenger.recordInterrupted().then(() => { interruptedRecorded = 'yes'; }, (err: Error) => {
-            interruptedRecorded = 'no'; // again when it next follows
-            log.warn({ err: err.message }, 'SCAVENGING: could not record the interrupted scavenges');
-          });
-        },
-        restart: (reason) => {
-          if (closing) return; // closing already (a shutdown, or a restart under way)
-          void close().then(() => options.onRestart?.(reason));
-        },
+      s.coordinator.start();
+    },
+    // The leader's coordinator calls this node's scavenger over the replication link.
+    led: () => s.coordinator.roleChanged(),
+    serve: (request) => memberScavengeRequest(s.scavenger, request),
+    // A follower records its own scavenges that a kill interrupted, through the leader, once.
+    follow: () => {
+      if (interruptedRecorded !== 'no') return;
+      interruptedRecorded = 'recording';
+      s.scavenger.recordInterrupted().then(() => { interruptedRecorded = 'yes'; }, (err: Error) => {
+        interruptedRecorded = 'no'; // again when it next follows
+        s.log.warn({ err: err.message }, 'SCAVENGING: could not record the interrupted scavenges');
       });
-    } catch (err) {
-      await close();
-      throw err;
-    }
-  } else {
-    await scavenger.open();
-    coordinator.start();
-  }
-  log.info({ url, db: config.memDb ? '(in memory)' : store.location, events: store.recordCount, streams: store.streamCount,
+    },
+    restart: s.restart,
+  };
+}
+
+function urlOf(config: Config, port: number, certificates: CertificateSet | undefined): string {
+  const host = config.httpIp.includes(':') ? `[${config.httpIp}]` : config.httpIp;
+  return `${certificates ? 'https' : 'http'}://${host}:${port}`;
+}
+
+/** The node's start line (tests and supervisors wait for it: it carries the url), and whether auto-scavenge runs. */
+function logStarted({ log, url, config, store, certificates, autoScavenge, disabledReason }: {
+  log: Logger; url: string; config: Config; store: Store; certificates: CertificateSet | undefined;
+  autoScavenge: boolean; disabledReason: string | undefined;
+}): void {
+  const db = config.memDb ? '(in memory)' : store.location;
+  log.info({ url, db, events: store.recordCount, streams: store.streamCount,
     ...(certificates ? { certificate: certificates.subject, thumbprint: certificates.thumbprint } : {}) },
   `node listening on ${url}, data in ${config.memDb ? 'memory' : store.location}, ${store.recordCount} events loaded`);
-  if (coordinator.enabled) log.info({ plugin: 'auto-scavenge', version: VERSION }, `"AutoScavenge" "${VERSION}" plugin enabled`);
+  if (autoScavenge) log.info({ plugin: 'auto-scavenge', version: VERSION }, `"AutoScavenge" "${VERSION}" plugin enabled`);
   else log.info({ plugin: 'auto-scavenge', reason: disabledReason }, `auto-scavenge disabled: ${disabledReason}`);
-  return { url, port, store, log, routes: routesOf(app), autoScavenge, close, reload };
-}
-
-function servesPlainHttp(config: Config): boolean {
-  return config.insecure || config.dev;
-}
-
-/** Options a reload applies; the others (paths, ports...) take effect at the next start. */
-const RELOADABLE: readonly OptionName[] = [
-  'logLevel', 'certificateFile', 'certificatePrivateKeyFile', 'trustedRootCertificatesPath', 'certificateReservedNodeCommonName',
-];
-
-function applyReloadable(current: LoadedConfig, next: LoadedConfig): LoadedConfig {
-  const config = { ...current.config } as Record<OptionName, unknown>;
-  const sources = { ...current.sources };
-  for (const name of RELOADABLE) {
-    config[name] = next.config[name];
-    sources[name] = next.sources[name];
-  }
-  return { config: config as Config, sources };
-}
-
-function gossipOf(instanceId: string, config: Config, port: number, store: Store) {
-  const self = {
-    instanceId, timeStamp: new Date().toISOString(), state: 'Leader', isAlive: true,
-    internalTcpIp: config.httpIp, internalTcpPort: 0, internalSecureTcpPort: 0,
-    externalTcpIp: config.httpIp, externalTcpPort: 0, externalSecureTcpPort: 0,
-    internalHttpEndPointIp: config.httpIp, internalHttpEndPointPort: port,
-    httpEndPointIp: config.httpIp, httpEndPointPort: port,
-    lastCommitPosition: store.headPosition, writerCheckpoint: store.logEnd, chaserCheckpoint: store.logEnd,
-    epochPosition: 0, epochNumber: 0, epochId: '00000000-0000-0000-0000-000000000000',
-    nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
-  };
-  return { members: [self], serverIp: config.httpIp, serverPort: port };
 }

@@ -55,6 +55,16 @@ export interface ClusterSettings {
   connectionLifetimeMs: number;
 }
 
+export interface ClusterNodeOptions {
+  store: Store;
+  settings: ClusterSettings;
+  /** This run of the node: its member and leader records carry it. */
+  instanceId: string;
+  /** Plain TCP, or mutual TLS between the nodes. */
+  transport: Transport;
+  log: Logger;
+}
+
 /** How long a follower waits before reconnecting to the same leader. */
 const RECONNECT_MS = 300;
 /** A leader that resigns yields to nodes as up to date as it for this long, so that another node takes over. */
@@ -82,9 +92,17 @@ export class ClusterNode {
   self!: ClusterAddresses;
   private hooks!: ClusterHooks;
 
+  private readonly store: Store;
+  private readonly settings: ClusterSettings;
+  readonly instanceId: string;
+  private readonly transport: Transport;
+
   /** Takes hold of the store's writer at once: nothing is written here until this node leads. */
-  constructor(private readonly store: Store, private readonly settings: ClusterSettings, readonly instanceId: string,
-    private readonly transport: Transport, log: Logger) {
+  constructor({ store, settings, instanceId, transport, log }: ClusterNodeOptions) {
+    this.store = store;
+    this.settings = settings;
+    this.instanceId = instanceId;
+    this.transport = transport;
     this.log = childLogger(log, 'cluster');
     this.server = new ReplicationServer(transport, this.log);
     store.setReplicationGate(this.followerGate);

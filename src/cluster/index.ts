@@ -13,7 +13,7 @@ import { childLogger } from '../logger.js';
 // store's writer at once), joined once the HTTP server listens; its routing for the API, and
 // its gossip. Nothing here is loaded with --cluster-size 1.
 
-export type { ClusterNode } from './cluster-node.js';
+export type { ClusterNode, ClusterHooks } from './cluster-node.js';
 
 export interface Cluster {
   readonly state: string;
@@ -33,14 +33,24 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-/** `certificates`: the node's (mutual TLS between nodes), or undefined for plain TCP (--insecure, --dev). */
-export function startCluster(store: Store, config: Config, instanceId: string, log: Logger, certificates: CertificateSet | undefined): Cluster {
+export interface StartClusterOptions {
+  store: Store;
+  config: Config;
+  /** This run of the node (a restart is a new instance): how the members tell a node's runs apart. */
+  instanceId: string;
+  log: Logger;
+  /** The node's (mutual TLS between nodes), or undefined for plain TCP (--insecure, --dev). */
+  certificates: CertificateSet | undefined;
+}
+
+export function startCluster({ store, config, instanceId, log, certificates }: StartClusterOptions): Cluster {
   const connectionLifetimeMs = config.clusterConnectionLifetime * 1000;
   const tls = certificates ? new TlsTransport(certificates, config.certificateReservedNodeCommonName, childLogger(log, 'cluster')) : undefined;
-  const node = new ClusterNode(store, {
+  const settings = {
     clusterSize: config.clusterSize, endpoints: config.etcdEndpoints.split(',').map((e) => e.trim()).filter(Boolean),
     clusterName: config.clusterName, leaseTtlSeconds: config.leaseTtl, intIp: config.intIp, connectionLifetimeMs,
-  }, instanceId, tls ?? plainTransport, log);
+  };
+  const node = new ClusterNode({ store, settings, instanceId, transport: tls ?? plainTransport, log });
   const httpHost = config.advertiseHttpIp ?? config.httpIp;
   return {
     get state() { return node.state; },
