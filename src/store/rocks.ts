@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -52,6 +52,47 @@ export interface RocksTuning {
   blockSize?: number;
 }
 
+/**
+ * The database could not be opened, and why: the binding's own error says only "Database is not
+ * open" and keeps RocksDB's reason as its cause. Out of space, it says how much the open needs:
+ * it replays the write-ahead log into a table file, about the size of the log files.
+ */
+export class DatabaseOpenError extends Error {
+  constructor(readonly location: string, cause: unknown) {
+    const reason = (cause as { cause?: Error }).cause?.message ?? (cause as Error).message;
+    let message = `cannot open the database in ${location}: ${reason}`;
+    if (/No space left on device/i.test(reason)) {
+      const free = freeBytes(location);
+      const wal = walBytes(location);
+      message += `. Free space there: ${mib(free)}; opening writes the write-ahead log (${mib(wal)}) into a table file first:`
+        + ` free at least ${mib(Math.max(wal - (free ?? 0), 0) + 16 * 1024 * 1024)} more, or move the data to a larger disk`;
+    }
+    super(message, { cause });
+  }
+}
+
+function mib(bytes: number | undefined): string {
+  return bytes === undefined ? 'unknown' : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function freeBytes(dir: string): number | undefined {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Bytes of the write-ahead log files (`*.log`) in the database folder. */
+function walBytes(dir: string): number {
+  try {
+    return readdirSync(dir).filter((f) => f.endsWith('.log')).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
+  } catch {
+    return 0;
+  }
+}
+
 export class Rocks {
   private constructor(private readonly db: RocksLevel, readonly location: string, private readonly ephemeral: boolean) {}
 
@@ -62,10 +103,14 @@ export class Rocks {
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
     // No bloom filters: measured, building them cost more append throughput (bench (b): 53k vs
     // 39-44k events/s, p99 0.7 s vs 1.3-1.5 s) than they saved on point lookups.
-    await db.open({
-      createIfMissing: true, infoLogLevel: 'error', cacheSize: tuning.cacheSize ?? 256 * 1024 * 1024,
-      ...(tuning.blockSize ? { blockSize: tuning.blockSize } : {}),
-    });
+    try {
+      await db.open({
+        createIfMissing: true, infoLogLevel: 'error', cacheSize: tuning.cacheSize ?? 256 * 1024 * 1024,
+        ...(tuning.blockSize ? { blockSize: tuning.blockSize } : {}),
+      });
+    } catch (err) {
+      throw new DatabaseOpenError(location, err);
+    }
     return new Rocks(db, location, inMemory);
   }
 
