@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, type TestContext } from 'vitest';
 import { basic, EVENTS_JSON, eventually, newEvent, startTestNode, uniq, type TestNode } from './support/node.js';
-import { runMain } from './support/process.js';
+import { killAndRemove, runMain, spawnNode, type NodeProcess } from './support/process.js';
 import {
   appendOk, buildDataset, CHUNK_SIZE, deleteStream, postScavenge, readStream, request, scavengeOk, setMetadata, SLOW, startScavenge,
   waitForEnd,
@@ -17,7 +17,9 @@ import { backupOk, contentsOf, postBackup, restoreOk, tempDir } from './support/
 // after appends, deletes and a scavenge equals a fresh full one; a restore replaces what the
 // path held; restore refuses a running node's path and a damaged backup; backups and scavenges
 // exclude each other; a backup directory interrupted between its manifest and its renames is
-// still one whole backup.
+// still one whole backup; a target it cannot use (a kernel view, a name too long, an immutable
+// directory, a file, a full disk) is refused with a 4xx and the reason, changing nothing, and
+// never stalls the node.
 
 const BACKUP_CLI = fileURLToPath(new URL('../dist/src/cli/backup.js', import.meta.url));
 const PAD = 'b'.repeat(200);
@@ -277,6 +279,164 @@ describe('POST /admin/backup refuses', () => {
     const cli = await backupCli(['--to', dir('backup-cli'), '--url', t.url, '--password', 'wrong']);
     expect(cli.code).toBe(1);
     expect(cli.stderr).toMatch(/The backup failed: 401/);
+  });
+});
+
+/** Skips the test, saying why in the output (a skip the log does not explain looks like a pass). */
+function skipBecause(ctx: TestContext, reason: string): never {
+  console.warn(`skipped "${ctx.task.name}": ${reason}`);
+  ctx.skip(reason);
+  throw new Error('unreachable');
+}
+
+/** A refusal: the status, and a body matching `message`. */
+async function expectRefused(t: { url: string }, to: string, status: number, message: RegExp): Promise<string> {
+  const res = await postBackup(t, { to });
+  const text = await res.text();
+  expect(res.status, `${to}: ${text}`).toBe(status);
+  expect(text, to).toMatch(message);
+  return text;
+}
+
+describe('a backup to a place it cannot use', () => {
+  it('under /proc, /sys or through a link to them is refused at once with a 400, and the node keeps answering', async () => {
+    // Its own process: a node frozen by a recursive mkdir under /proc would freeze this test with it.
+    const base = dir('backup-proc');
+    let proc: NodeProcess | undefined;
+    try {
+      proc = await spawnNode(['--db', join(base, 'db')]);
+      symlinkSync('/proc', join(base, 'to-proc'));
+      const cases: [string, RegExp][] = [
+        ['/proc/svc-backup', /\/proc\/svc-backup is under \/proc, a view of the kernel/],
+        ['/proc/self/cwd/svc-backup', /under \/proc/],
+        ['/sys/fs/cgroup/cpu/svc-backup', /under \/sys/],
+        ['/dev/svc-backup', /under \/dev/],
+        [join(base, 'to-proc', 'svc-backup'), /to-proc\/svc-backup \(that is \/proc\/svc-backup\) is under \/proc, a view of the kernel/],
+      ];
+      for (const [to, message] of cases) {
+        const started = performance.now();
+        const res = await request(proc, '/admin/backup', {
+          method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ to }), signal: AbortSignal.timeout(5000),
+        }).then(async (r) => ({ status: r.status, text: await r.text() }));
+        expect(res.status, `${to}: ${res.text}`).toBe(400);
+        expect(res.text, to).toMatch(message);
+        expect(performance.now() - started, to).toBeLessThan(2000);
+        const info = await fetch(`${proc.url}/info`, { signal: AbortSignal.timeout(2000) });
+        expect(info.status).toBe(200);
+      }
+      expect(existsSync('/proc/svc-backup') || existsSync('/sys/fs/cgroup/cpu/svc-backup') || existsSync('/dev/svc-backup')).toBe(false);
+      const cli = await backupCli(['--to', '/proc/svc-backup', '--url', proc.url]);
+      expect(cli.code).toBe(1);
+      expect(cli.stderr).toMatch(/The backup failed: 400 \/proc\/svc-backup is under \/proc/);
+      await backupOk(proc, join(base, 'good'));
+    } finally {
+      await killAndRemove(proc, []);
+    }
+  }, 60_000);
+
+  it('on a proc file system mounted anywhere else is refused by its type, read from /proc/self/mountinfo', async (ctx) => {
+    const base = dir('backup-proc-mount');
+    const elsewhere = join(base, 'kernel');
+    mkdirSync(elsewhere);
+    const mount = spawnSync('mount', ['-t', 'proc', 'proc', elsewhere], { encoding: 'utf8' });
+    if (mount.error || mount.status !== 0) skipBecause(ctx, `cannot mount proc here: ${mount.error?.message ?? mount.stderr.trim()}`);
+    let proc: NodeProcess | undefined;
+    try {
+      proc = await spawnNode(['--db', join(base, 'db')]); // its own process, as above
+      const res = await request(proc, '/admin/backup', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ to: join(elsewhere, 'svc-backup') }),
+        signal: AbortSignal.timeout(5000),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toMatch(/svc-backup is on .*\/kernel, a proc file system \(a view of the kernel, not storage\)/);
+      expect((await fetch(`${proc.url}/info`, { signal: AbortSignal.timeout(2000) })).status).toBe(200);
+    } finally {
+      await killAndRemove(proc, []);
+      spawnSync('umount', [elsewhere]);
+    }
+  }, 60_000);
+
+  it('with a name over NAME_MAX, a path over PATH_MAX, a "..", a file, a FIFO, a link loop or a damaged manifest: a 400 naming it, nothing changed', async () => {
+    const t = await node();
+    const base = dir('backup-bad-paths');
+    writeFileSync(join(base, 'a-file'), 'x');
+    spawnSync('mkfifo', [join(base, 'a-fifo')]);
+    symlinkSync(join(base, 'loop-b'), join(base, 'loop-a'));
+    symlinkSync(join(base, 'loop-a'), join(base, 'loop-b'));
+    symlinkSync(join(base, 'nowhere', 'x'), join(base, 'dangling'));
+    mkdirSync(join(base, 'garbled'));
+    writeFileSync(join(base, 'garbled', 'backup.json'), '{ not json');
+    mkdirSync(join(base, 'piped'));
+    spawnSync('mkfifo', [join(base, 'piped', 'backup.json')]); // reading it would wait for a writer forever
+    const before = readdirSync(base).sort();
+    const cases: [string, RegExp][] = [
+      [join(base, 'a'.repeat(300)), /has a name of 300 bytes \("a{24}\.\.\."\): a file system takes at most 255 \(NAME_MAX\)/],
+      [join(base, 'é'.repeat(128), 'x'), /has a name of 256 bytes/],
+      [base + '/x'.repeat(2100), /bytes long: a backup directory takes at most 4031 \(PATH_MAX 4096/],
+      [`${base}/new/../elsewhere`, /has a "\." or "\.\." in it/],
+      [join(base, 'a-file'), /exists and is not a directory/],
+      [join(base, 'a-file', 'sub'), /Cannot write the backup to .*a-file\/sub: ENOTDIR: not a directory/],
+      [join(base, 'a-fifo'), /exists and is not a directory/],
+      [join(base, 'loop-a', 'sub'), /Cannot write the backup to .*loop-a\/sub: ELOOP/],
+      [join(base, 'dangling', 'sub'), /dangling exists and is not a directory \(a dangling symbolic link\?\)/],
+      [join(base, 'garbled'), /garbled\/backup\.json is not JSON: .*; remove it or back up elsewhere/],
+      [join(base, 'piped'), /piped\/backup\.json is not a regular file; remove it or back up elsewhere/],
+    ];
+    for (const [to, message] of cases) await expectRefused(t, to, 400, message);
+    expect(readdirSync(base).sort()).toEqual(before);
+    expect(readdirSync(join(base, 'garbled'))).toEqual(['backup.json']);
+    expect(readdirSync(join(base, 'piped'))).toEqual(['backup.json']);
+  });
+
+  it('into an immutable directory (chattr +i) is a 403 naming the errno and the path, and changes nothing', async (ctx) => {
+    const t = await node();
+    const base = dir('backup-immutable');
+    const locked = join(base, 'locked');
+    mkdirSync(locked);
+    const chattr = spawnSync('chattr', ['+i', locked], { encoding: 'utf8' });
+    if (chattr.error || chattr.status !== 0) skipBecause(ctx, `chattr +i does not work here: ${chattr.error?.message ?? chattr.stderr.trim()}`);
+    try {
+      let writable = true;
+      try { mkdirSync(join(locked, 'probe')); } catch { writable = false; }
+      if (writable) skipBecause(ctx, 'chattr +i took, but this process may still write the directory (not root, or no such attribute here)');
+      await appendOk(t, uniq('s'), [newEvent('A', { pad: PAD })]);
+      await expectRefused(t, locked, 403, /Cannot write the backup to .*locked: EPERM: operation not permitted, open '.*locked\/index\.pending'/);
+      await expectRefused(t, join(locked, 'sub', 'deeper'), 403, /EPERM: operation not permitted, mkdir '.*locked\/sub'/);
+      expect(readdirSync(locked)).toEqual([]);
+    } finally {
+      spawnSync('chattr', ['-i', locked]);
+    }
+    // The same directory once writable takes the backup.
+    await backupOk(t, join(locked, 'sub', 'deeper'));
+  });
+
+  it('onto a full file system is a 507 with ENOSPC, leaving no files behind', async (ctx) => {
+    const t = await node();
+    const base = dir('backup-full-disk');
+    const small = join(base, 'small');
+    mkdirSync(small);
+    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', small], { encoding: 'utf8' });
+    if (mount.error || mount.status !== 0) skipBecause(ctx, `cannot mount a small tmpfs: ${mount.error?.message ?? mount.stderr.trim()}`);
+    try {
+      for (let i = 0; i < 40; i++) await appendOk(t, uniq('big'), [newEvent('Big', { i, pad: 'f'.repeat(8000) })]);
+      await expectRefused(t, join(small, 'backup'), 507, /Cannot write the backup to .*small\/backup: ENOSPC: no space left on device/);
+      expect(readdirSync(small)).toEqual([]);
+    } finally {
+      spawnSync('umount', [small]);
+    }
+  });
+
+  it('to a new directory several levels deep, or through a link to a real directory, still works', async () => {
+    const t = await node();
+    const base = dir('backup-good');
+    await appendOk(t, uniq('s'), [newEvent('A', { pad: PAD })]);
+    const deep = join(base, 'a', 'b', 'c');
+    const result = await backupOk(t, deep);
+    expect(readdirSync(deep).sort()).toEqual(['backup.json', 'index', ...result.chunks].sort());
+    mkdirSync(join(base, 'real'));
+    symlinkSync(join(base, 'real'), join(base, 'link'));
+    await backupOk(t, join(base, 'link', 'backup'));
+    expect(existsSync(join(base, 'real', 'backup', 'backup.json'))).toBe(true);
   });
 });
 

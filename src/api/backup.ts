@@ -7,7 +7,8 @@ import type { BackupRequest } from '../backup/service.js';
 
 // POST /admin/backup ($admins or $ops): a point-in-time backup of the running node into a
 // directory on its machine, answered once it is complete (src/backup, src/store/backup.ts;
-// docs/operations.md). 409 while a scavenge or another backup runs.
+// docs/operations.md). 409 while a scavenge or another backup runs; a directory it cannot use is
+// 400, 403 or 507 with the reason (src/backup/target.ts).
 
 const NOT_AN_OBJECT = 'The body must be a JSON object: {"to": "/absolute/directory", "differential": false}.';
 

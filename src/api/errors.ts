@@ -7,7 +7,8 @@ import { ProjectionError } from '../projections/manager.js';
 import { QuerySyntaxError } from '../projections/validate.js';
 import { SettingsError } from '../subscriptions/settings.js';
 import { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/types.js';
-import { BackupAlreadyRunningError, BackupTargetError, ScavengeRunningError } from '../backup/service.js';
+import { BackupAlreadyRunningError, ScavengeRunningError } from '../backup/service.js';
+import { BackupTargetError, type BackupTargetProblem } from '../backup/target.js';
 import { BackupStoppedError } from '../store/index.js';
 import { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
@@ -41,6 +42,8 @@ export const API_ERRORS = {
   UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: '' },
   /** The projections API refuses a role in words. */
   NOT_AUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'Not Authorized' },
+  /** POST /admin/backup: the file system will not let the node write there (EACCES, EPERM: immutable, EROFS). */
+  BACKUP_TARGET_REFUSED: { status: 403, reason: 'Forbidden', message: 'The file system refuses the backup directory.' },
   GOSSIP_REFUSED: { status: 403, reason: 'Forbidden', message: 'This node runs alone (cluster size 1): it takes gossip from no node.' },
   EPOCHS_READ_ONLY: { status: 403, reason: 'Forbidden', message: 'The $epochs stream is written by cluster leaders only.' },
   NOT_FOUND: { status: 404, reason: 'Not Found', message: '' },
@@ -54,6 +57,8 @@ export const API_ERRORS = {
   DELETED: { status: 410, reason: 'Deleted', message: '' },
   PAYLOAD_TOO_LARGE: { status: 413, reason: 'Payload Too Large', message: 'Too large events received.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, reason: 'Invalid or missing Content-Type', message: '' },
+  /** POST /admin/backup: the backup directory's file system is full (ENOSPC, EDQUOT, EFBIG). */
+  BACKUP_TARGET_FULL: { status: 507, reason: 'Insufficient Storage', message: 'No space left for the backup.' },
   INTERNAL: { status: 500, reason: 'Internal Server Error', message: 'Internal error.' },
   SHUTTING_DOWN: { status: 503, reason: 'Server Is Not Ready', message: 'The server is shutting down.' },
   SERVICE_UNAVAILABLE: { status: 503, reason: 'Service Unavailable', message: '' },
@@ -102,6 +107,8 @@ function domain<E extends Error>(type: new (...args: never[]) => E, answer: (err
 }
 
 const PROJECTION_ERRORS = { NotFound: 'NOT_FOUND', Conflict: 'CONFLICT', BadRequest: 'BAD_REQUEST' } as const;
+/** A backup directory that cannot be used: the path (400), the file system's refusal (403), no room (507). */
+const BACKUP_TARGET_ERRORS = { path: 'BAD_REQUEST', permission: 'BACKUP_TARGET_REFUSED', space: 'BACKUP_TARGET_FULL' } as const satisfies Record<BackupTargetProblem, ApiErrorCode>;
 
 const DOMAIN_ERRORS: readonly DomainError[] = [
   domain(AccessDeniedError, () => new ApiError('ACCESS_DENIED')),
@@ -121,7 +128,7 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   domain(BackupRunningError, () => new ApiError('BACKUP_RUNNING')),
   domain(ScavengeRunningError, (e) => new ApiError('BACKUP_CONFLICT', e.message)),
   domain(BackupAlreadyRunningError, (e) => new ApiError('BACKUP_CONFLICT', e.message)),
-  domain(BackupTargetError, (e) => new ApiError('BAD_REQUEST', e.message)),
+  domain(BackupTargetError, (e) => new ApiError(BACKUP_TARGET_ERRORS[e.problem], e.message)),
   domain(BackupStoppedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
 ];
 

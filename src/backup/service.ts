@@ -1,12 +1,12 @@
-import { existsSync, statSync } from 'node:fs';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { BackupStoppedError, type BackupResult, type Store } from '../store/index.js';
+import { prepareTarget, removeCreated, targetError } from './target.js';
 
 // The node's backups (POST /admin/backup): one at a time, never while a scavenge runs (the
 // seed's rule: stop the scavenge, back up, resume it), and a scavenge is refused while one runs
-// (the scavenger asks `running`). The store writes the backup (src/store/backup.ts); this owns
-// who may start one and when.
+// (the scavenger asks `running`). The store writes the backup (src/store/backup.ts); target.ts
+// checks and creates the directory; this owns who may start one and when.
 
 export interface BackupRequest {
   /** An absolute directory on the node's machine. */
@@ -28,9 +28,6 @@ export class BackupAlreadyRunningError extends Error {
   }
 }
 
-/** The directory cannot take a backup (a file, inside the database, not creatable). */
-export class BackupTargetError extends Error {}
-
 export class BackupService {
   private current: { to: string; done: Promise<unknown> } | undefined;
   private stopping = false;
@@ -50,33 +47,30 @@ export class BackupService {
     if (this.current) throw new BackupAlreadyRunningError(this.current.to);
     if (this.stopping) throw new BackupStoppedError();
     const to = resolve(request.to);
-    this.checkTarget(to);
-    const log = this.log.child({ backupTo: to, differential: request.differential });
-    log.info('backup started');
-    const work = this.store.backup({ dir: to, differential: request.differential, nodeVersion: this.nodeVersion, shouldStop: () => this.stopping });
+    // Taken before the first await: two requests at once cannot both pass the check above.
+    const work = this.backUp(request, to);
     this.current = { to, done: work.catch(() => undefined) };
     try {
-      const result = await work;
-      log.info({ position: result.position, chunks: result.chunks.length, copied: result.copied, removed: result.removed,
-        bytes: result.bytes, seconds: result.seconds }, `backup completed: ${result.copied} of ${result.chunks.length} chunk files copied, ${result.bytes} bytes in ${result.seconds.toFixed(1)} s`);
-      return result;
-    } catch (err) {
-      log.error({ err: (err as Error).message }, 'backup failed; the directory keeps its previous backup');
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EROFS' || code === 'ENOTDIR' || code === 'ENOSPC' || code === 'EEXIST') {
-        throw new BackupTargetError(`Cannot write the backup to ${to}: ${(err as Error).message}`);
-      }
-      throw err;
+      return await work;
     } finally {
       this.current = undefined;
     }
   }
 
-  private checkTarget(to: string): void {
-    if (existsSync(to) && !statSync(to).isDirectory()) throw new BackupTargetError(`${to} exists and is not a directory.`);
-    const inside = relative(this.store.location, to);
-    if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
-      throw new BackupTargetError(`${to} is inside the database directory ${this.store.location}: back up somewhere else.`);
+  private async backUp(request: BackupRequest, to: string): Promise<BackupResult> {
+    const target = await prepareTarget(request.to, this.store.location);
+    const log = this.log.child({ backupTo: to, differential: request.differential });
+    log.info('backup started');
+    try {
+      const result = await this.store.backup({ dir: target.dir, differential: request.differential, nodeVersion: this.nodeVersion,
+        shouldStop: () => this.stopping });
+      log.info({ position: result.position, chunks: result.chunks.length, copied: result.copied, removed: result.removed,
+        bytes: result.bytes, seconds: result.seconds }, `backup completed: ${result.copied} of ${result.chunks.length} chunk files copied, ${result.bytes} bytes in ${result.seconds.toFixed(1)} s`);
+      return result;
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'backup failed; the directory keeps its previous backup');
+      await removeCreated(target.created);
+      throw targetError(err, to) ?? err;
     }
   }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, type Stats } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { metaKey } from './keys.js';
 
@@ -110,13 +111,34 @@ export async function sha256Of(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/**
+ * The size of the regular file at `path`; undefined if there is none (missing, or a directory, a
+ * FIFO, a device: reading one of those could wait or never end).
+ */
+export async function fileSize(path: string): Promise<number | undefined> {
+  const info = await statIfAny(path);
+  return info?.isFile() ? info.size : undefined;
+}
+
+async function statIfAny(path: string): Promise<Stats | undefined> {
+  try {
+    return await stat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
 /** The manifest in `dir`, checked for shape (not the files: see verifyBackup); undefined when there is none. */
-export function readManifest(dir: string): Manifest | undefined {
+export async function readManifest(dir: string): Promise<Manifest | undefined> {
   const path = join(dir, MANIFEST_NAME);
-  if (!existsSync(path)) return undefined;
+  const info = await statIfAny(path);
+  if (!info) return undefined;
+  if (!info.isFile()) throw new BackupInvalidError(`${path} is not a regular file`);
+  const text = await readFile(path, 'utf8');
   let doc: unknown;
   try {
-    doc = JSON.parse(readFileSync(path, 'utf8'));
+    doc = JSON.parse(text);
   } catch (err) {
     throw new BackupInvalidError(`${path} is not JSON: ${(err as Error).message}`);
   }
@@ -154,25 +176,16 @@ function manifestProblem(doc: unknown): string | undefined {
   return undefined;
 }
 
-/** Where a file of the manifest is: its own name, or its pending copy (see above); undefined if neither has its size. */
-export function locate(dir: string, file: BackupFile): string | undefined {
-  for (const name of [file.name, file.name + PENDING_SUFFIX]) {
-    const path = join(dir, name);
-    if (existsSync(path) && statSync(path).size === file.bytes) return path;
-  }
-  return undefined;
-}
-
 /** The manifest and the path of each of its files, every file's size and sha256 checked. */
 export async function verifyBackup(dir: string): Promise<{ manifest: Manifest; paths: Map<string, string> }> {
-  const manifest = readManifest(dir);
+  const manifest = await readManifest(dir);
   if (!manifest) throw new BackupInvalidError(`${dir} holds no backup (no ${MANIFEST_NAME})`);
   const paths = new Map<string, string>();
   for (const file of [manifest.index, ...manifest.chunks]) {
     let found: string | undefined;
     for (const name of [file.name, file.name + PENDING_SUFFIX]) {
       const path = join(dir, name);
-      if (existsSync(path) && statSync(path).size === file.bytes && (await sha256Of(path)) === file.sha256) {
+      if ((await fileSize(path)) === file.bytes && (await sha256Of(path)) === file.sha256) {
         found = path;
         break;
       }

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { open, rename, writeFile } from 'node:fs/promises';
+import { open, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FILLER_KEY, type Rocks, type SnapshotCursor } from './rocks.js';
 import { logKey, readU64, SPACE, systemLogKey } from './keys.js';
 import { chunkName, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { WRITER_CHECKPOINT_KEY } from './stream-state.js';
 import {
-  BACKUP_FILE_NAME, BACKUP_FORMAT, encodeEntries, HISTORY_ID_KEY, INDEX_NAME, MANIFEST_NAME, PENDING_SUFFIX, readManifest, sha256Of,
+  BACKUP_FILE_NAME, BACKUP_FORMAT, encodeEntries, fileSize, HISTORY_ID_KEY, INDEX_NAME, MANIFEST_NAME, PENDING_SUFFIX, readManifest, sha256Of,
   type BackupFile, type ChunkFile, type Manifest,
 } from './backup-format.js';
 
@@ -15,7 +14,8 @@ import {
 // RocksDB iterator (one snapshot), so it holds exactly what was committed when the backup began
 // and never a torn mix; writes go on meanwhile. The directory layout and the commit protocol
 // are in backup-format.ts. Reads run on libuv's thread pool a page (≤ 1 MiB) at a time; the
-// event loop only hashes and hands each page to the file.
+// event loop only hashes and hands each page to the file. Every call on the directory is async
+// too: a slow or stuck file system holds a pool thread, never the node.
 //
 // Differential: a complete chunk (entirely below the snapshot's position: nothing is appended
 // to it any more) whose file of the same name (same version) is in the directory from a backup
@@ -30,7 +30,7 @@ const PAGE = 1024;
 const SYNC_EVERY_BYTES = 4 * 1024 * 1024;
 
 export interface BackupOptions {
-  /** An absolute directory (created if missing). */
+  /** An existing absolute directory (src/backup/target.ts checks and creates the one a request names). */
   dir: string;
   differential: boolean;
   chunkSize: number;
@@ -62,10 +62,9 @@ export class BackupStoppedError extends Error {
 export async function writeBackup(rocks: Rocks, options: BackupOptions): Promise<BackupResult> {
   const started = performance.now();
   const { dir, chunkSize } = options;
-  mkdirSync(dir, { recursive: true });
-  const previous = readManifest(dir);
+  const previous = await readManifest(dir);
   if (previous) await settle(dir, previous);
-  removeStrays(dir, new Set(previous ? fileNames(previous) : []));
+  await removeStrays(dir, new Set(previous ? fileNames(previous) : []));
   const stop = () => {
     if (options.shouldStop?.()) throw new BackupStoppedError();
   };
@@ -83,7 +82,7 @@ export async function writeBackup(rocks: Rocks, options: BackupOptions): Promise
       const name = chunkName({ start: c, end: c, version: versionOf(index.physical, c) });
       const complete = (c + 1) * chunkSize <= index.position;
       const before = reusable.get(name);
-      if (complete && before && existsSync(join(dir, name)) && statSync(join(dir, name)).size === before.bytes
+      if (complete && before && (await fileSize(join(dir, name))) === before.bytes
         && (await countChunk(cursor, c, chunkSize, stop)) === before.records) {
         chunks.push(before);
         continue;
@@ -100,11 +99,12 @@ export async function writeBackup(rocks: Rocks, options: BackupOptions): Promise
     };
     await commit(dir, manifest, [index.file.name, ...chunks.filter((c) => c !== reusable.get(c.name)).map((c) => c.name)]);
     const kept = new Set(fileNames(manifest));
-    const removed = removeStrays(dir, kept);
+    const removed = await removeStrays(dir, kept);
     return { position: index.position, chunks: chunks.map((c) => c.name), copied, removed, bytes, seconds: (performance.now() - started) / 1000 };
   } catch (err) {
-    // The previous backup stays as it was: its manifest and files are untouched; drop the new files.
-    removeStrays(dir, new Set(previous ? fileNames(previous) : []));
+    // The previous backup stays as it was: its manifest and files are untouched; drop the new files
+    // (best effort: a directory that refused a write may refuse this too, and the first error is the one to report).
+    await removeStrays(dir, new Set(previous ? fileNames(previous) : [])).catch(() => undefined);
     throw err;
   } finally {
     await cursor.close();
@@ -262,16 +262,16 @@ async function syncFile(path: string): Promise<void> {
 async function settle(dir: string, manifest: Manifest): Promise<void> {
   for (const file of [manifest.index, ...manifest.chunks]) {
     const pending = join(dir, file.name + PENDING_SUFFIX);
-    if (existsSync(pending) && (await sha256Of(pending)) === file.sha256) await rename(pending, join(dir, file.name));
+    if ((await fileSize(pending)) === file.bytes && (await sha256Of(pending)) === file.sha256) await rename(pending, join(dir, file.name));
   }
 }
 
 /** Removes the backup files (by their names: nothing else in the directory) not in `kept`; returns how many chunk files went. */
-function removeStrays(dir: string, kept: ReadonlySet<string>): number {
+async function removeStrays(dir: string, kept: ReadonlySet<string>): Promise<number> {
   let removed = 0;
-  for (const name of readdirSync(dir)) {
+  for (const name of await readdir(dir)) {
     if (!BACKUP_FILE_NAME.test(name) || kept.has(name)) continue;
-    rmSync(join(dir, name), { force: true });
+    await unlink(join(dir, name)).catch((err: NodeJS.ErrnoException) => { if (err.code !== 'ENOENT') throw err; });
     if (name.startsWith('chunk-') && !name.endsWith(PENDING_SUFFIX)) removed++;
   }
   return removed;
