@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Rocks, type BatchOp } from './rocks.js';
+import { DatabaseOpenError, Rocks, type BatchOp } from './rocks.js';
 import { HISTORY_ID_KEY, readEntries, verifyBackup, type Manifest } from './backup-format.js';
 import { SCAVENGE_STATE_DIR, truncateOp } from './truncate.js';
 import { loadWriterCheckpoint } from './stream-state.js';
@@ -33,11 +33,10 @@ export async function restoreBackup(from: string, dbPath: string): Promise<Resto
   try {
     rocks = await Rocks.open(dbPath, false, { cacheSize: 8 * 1024 * 1024 });
   } catch (err) {
-    const cause = (err as Error & { cause?: Error & { code?: string } }).cause;
-    if (cause?.code === 'LEVEL_LOCKED') {
-      throw new DatabaseInUseError(`The database at ${resolve(dbPath)} is in use (a node runs on it?): stop the node first. (${cause.message})`);
+    if (err instanceof DatabaseOpenError && err.code === 'LEVEL_LOCKED') {
+      throw new DatabaseInUseError(`The database at ${resolve(dbPath)} is in use (a node runs on it?): stop the node first. (${err.reason})`);
     }
-    throw cause ?? err;
+    throw err;
   }
   try {
     await rocks.clearAll();

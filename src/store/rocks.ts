@@ -58,8 +58,13 @@ export interface RocksTuning {
  * it replays the write-ahead log into a table file, about the size of the log files.
  */
 export class DatabaseOpenError extends Error {
+  /** RocksDB's reason, and the binding's code for it (LEVEL_LOCKED: another process holds the database). */
+  readonly reason: string;
+  readonly code: string | undefined;
+
   constructor(readonly location: string, cause: unknown) {
-    const reason = (cause as { cause?: Error }).cause?.message ?? (cause as Error).message;
+    const inner = (cause as { cause?: Error & { code?: string } }).cause;
+    const reason = inner?.message ?? (cause as Error).message;
     let message = `cannot open the database in ${location}: ${reason}`;
     if (/No space left on device/i.test(reason)) {
       const free = freeBytes(location);
@@ -68,6 +73,8 @@ export class DatabaseOpenError extends Error {
         + ` free at least ${mib(Math.max(wal - (free ?? 0), 0) + 16 * 1024 * 1024)} more, or move the data to a larger disk`;
     }
     super(message, { cause });
+    this.reason = reason;
+    this.code = inner?.code ?? (cause as { code?: string }).code;
   }
 }
 
