@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { BackupStoppedError, type BackupResult, type Store } from '../store/index.js';
+import { DomainError } from '../errors.js';
 
 // The node's backups (POST /admin/backup): one at a time, never while a scavenge runs (the
 // seed's rule: stop the scavenge, back up, resume it), and a scavenge is refused while one runs
@@ -15,21 +16,27 @@ export interface BackupRequest {
 }
 
 /** A scavenge runs: the backup is refused, naming it and how to stop it. */
-export class ScavengeRunningError extends Error {
+export class ScavengeRunningError extends DomainError {
+  readonly code = 'SCAVENGE_RUNNING';
+
   constructor(readonly scavengeId: string) {
     super(`A scavenge is running (${scavengeId}): stop it with DELETE /admin/scavenge/${scavengeId}, back up, `
       + 'then start it again with POST /admin/scavenge (it resumes where it stopped).');
   }
 }
 
-export class BackupAlreadyRunningError extends Error {
+export class BackupAlreadyRunningError extends DomainError {
+  readonly code = 'BACKUP_ALREADY_RUNNING';
+
   constructor(to: string) {
     super(`A backup is already running (to ${to}); one backup runs at a time.`);
   }
 }
 
 /** The directory cannot take a backup (a file, inside the database, not creatable). */
-export class BackupTargetError extends Error {}
+export class BackupTargetError extends DomainError {
+  readonly code = 'BACKUP_TARGET';
+}
 
 export class BackupService {
   private current: { to: string; done: Promise<unknown> } | undefined;
