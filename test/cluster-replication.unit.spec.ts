@@ -174,7 +174,7 @@ describe('a cluster node\'s reads', () => {
     expect(follower.streamInfo('a')).toBeUndefined();
     expect(follower.readAllForward(0, 10).records).toEqual([]);
     const published: number[] = [];
-    follower.bus.subscribe((c) => { published.push(c.nextPosition); });
+    follower.bus.subscribe((c) => { published.push(c.nextPosition); }, 'the test');
     follower.commitThrough(leader.logEnd + 1_000); // a commit ahead of this copy shows what it holds
     expect(follower.headPosition).toBe(leader.logEnd);
     expect(follower.streamInfo('a')?.lastEventNumber).toBe(1);

@@ -16,4 +16,14 @@ describe('the commit bus', () => {
     expect(seen).toEqual([42]);
     expect(reported).toEqual([['a broken follower', 'boom']]);
   });
+
+  it('reports a reader waiting for a commit whose match throws under its own name', async () => {
+    const bus = new CommitBus();
+    const reported: string[] = [];
+    bus.onListenerFailure = (subscriber) => reported.push(subscriber);
+    const waiting = bus.waitFor(() => { throw new Error('a broken match'); }, 50);
+    bus.publish({ records: [{} as never], nextPosition: 1 });
+    expect(await waiting).toBe(false);
+    expect(reported).toEqual(['a reader waiting for a commit']);
+  });
 });

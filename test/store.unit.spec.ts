@@ -145,7 +145,7 @@ describe('store', () => {
   it('deferred-sync transactions queue behind client appends, each whole in its own flush', async () => {
     const store = await openStore();
     const commits: number[] = [];
-    store.bus.subscribe((c) => commits.push(c.records.length));
+    store.bus.subscribe((c) => commits.push(c.records.length), 'the test');
     const big = Array.from({ length: 2500 }, (_, i) => event('Link', { i }));
     const transaction = store.transact([{ streamId: 'links-a', expected: ExpectedVersion.any, events: big.slice(0, 1200) },
       { streamId: 'links-b', expected: ExpectedVersion.any, events: big.slice(1200) }], true);

@@ -190,7 +190,7 @@ describe('bounds: groups', () => {
 
     const refused = await service.create('s-new', 'g', { ...DEFAULT_SETTINGS }, 'admin').catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(SubscriptionError);
-    expect((refused as SubscriptionError).kind).toBe('BadRequest');
+    expect((refused as SubscriptionError).code).toBe('SUBSCRIPTION_LIMIT');
     expect((refused as Error).message).toContain(`${MAX_GROUPS} persistent subscription groups`);
     expect(service.list()).toHaveLength(MAX_GROUPS);
 

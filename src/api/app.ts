@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
-import { ApiError, badRequest, errorAnswer } from './errors.js';
+import { ApiError, badRequest, errorAnswer, errorBody } from './errors.js';
 import { spellings } from './header-spellings.js';
 import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';
 import type { ApiContext } from './context.js';
@@ -116,7 +116,8 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     }
     if (answer.reason) reply.raw.statusMessage = answer.reason;
     reply.code(answer.status).headers(answer.headers);
-    return answer.message ? reply.type('text/plain; charset=utf-8').send(answer.message) : reply.send();
+    const body = errorBody(answer);
+    return body ? reply.type(body.type).send(body.text) : reply.send();
   });
 
   registerStreamWrites(app, ctx);

@@ -1,29 +1,44 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError } from 'fastify';
-import {
-  InvalidWriteError, NotLeaderError, ReplicationLostError, StoreClosedError, StreamDeletedError, WriteTimeoutError, WrongExpectedVersionError,
+import { DomainError, type DomainErrorCode } from '../errors.js';
+import type {
+  BackupStoppedError, InvalidWriteError, NotLeaderError, ReplicationLostError, StoreClosedError, StreamDeletedError, WriteTimeoutError,
+  WrongExpectedVersionError,
 } from '../store/index.js';
-import { ProjectionError } from '../projections/manager.js';
-import { QuerySyntaxError } from '../projections/validate.js';
-import { SettingsError } from '../subscriptions/settings.js';
-import { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/types.js';
-import { BackupAlreadyRunningError, ScavengeRunningError } from '../backup/service.js';
-import { BackupTargetError, type BackupTargetProblem } from '../backup/target.js';
-import { BackupStoppedError } from '../store/index.js';
-import { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
+import type { ProjectionError } from '../projections/manager.js';
+import type { QuerySyntaxError } from '../projections/validate.js';
+import type { SubscriptionError } from '../subscriptions/service.js';
+import type { SettingsError } from '../subscriptions/settings.js';
+import type { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/types.js';
+import type { BackupAlreadyRunningError, ScavengeRunningError } from '../backup/service.js';
+import type { BackupTargetError, BackupTargetProblem } from '../backup/target.js';
+import type {
+  AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
+} from '../autoscavenge/index.js';
+import type { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
-// reason phrase (existing clients read it), the default text body ('' sends none) and the headers
-// it carries. Routes throw ApiError; the errors of the store, the projections, the
-// subscription settings and the scavenger map to an entry in DOMAIN_ERRORS; the app's error
-// handler writes whatever `errorAnswer` gives and knows nothing else.
+// reason phrase (existing clients read it), the default message ('' sends none), the body it
+// travels in and the headers it carries. Routes throw ApiError; a domain error (src/errors.ts)
+// is answered by its code in DOMAIN_ANSWERS, which must name every code to compile; the app's
+// error handler writes whatever `errorAnswer` gives and knows nothing else.
+
+/**
+ * How the message travels. `text`: as text/plain ('' for no body). The rest are the bodies the
+ * established servers write on a few routes, which their clients read: `problem`, problem+json
+ * `{title, status}` (auto-scavenge); `json`, the message as a JSON string (auto-scavenge);
+ * `{ outcome }`, the result body of a subscription change `{correlationId, reason, result}`.
+ */
+export type ErrorBody = 'text' | 'problem' | 'json' | { readonly outcome: string };
 
 interface ErrorEntry {
   status: number;
   reason: string;
   message: string;
   headers?: Readonly<Record<string, string>>;
+  body?: ErrorBody;
 }
 
 export const API_ERRORS = {
@@ -65,30 +80,43 @@ export const API_ERRORS = {
   /** A cluster without a leader (an election under way), or a leader still starting. */
   NOT_READY: { status: 503, reason: 'Server Is Not Ready', message: 'No cluster leader is ready; retry shortly.' },
   WRITE_TIMEOUT: { status: 500, reason: 'Write timeout', message: 'No quorum of the cluster held the write in time; it may or may not have been written.' },
+  /** A persistent subscription change refused: the group exists, does not exist, or the node keeps no more. */
+  SUBSCRIPTION_EXISTS: { status: 409, reason: 'Conflict', message: '', body: { outcome: 'AlreadyExists' } },
+  SUBSCRIPTION_NOT_FOUND: { status: 404, reason: 'Not Found', message: '', body: { outcome: 'DoesNotExist' } },
+  SUBSCRIPTION_REFUSED: { status: 400, reason: 'Bad Request', message: '', body: { outcome: 'Fail' } },
+  /** The auto-scavenge control endpoints with the feature off. */
+  AUTO_SCAVENGE_OFF: { status: 503, reason: 'Service Unavailable', message: 'AutoScavenge is not enabled', body: 'problem' },
+  /** A command the auto-scavenge state refuses, with the reason. */
+  AUTO_SCAVENGE_REJECTED: { status: 400, reason: 'Bad Request', message: '', body: 'json' },
+  /** The auto-scavenge coordinator cannot take the command (its loop died, it stopped, its queue is full). */
+  AUTO_SCAVENGE_FAILED: { status: 500, reason: 'Internal Server Error', message: '', body: 'problem' },
 } as const satisfies Record<string, ErrorEntry>;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
 
-/** What the error handler writes: status, reason phrase, headers, and the text body ('' for none). */
+/** What the error handler writes: status, reason phrase, headers, and the message in its body format. */
 export interface ErrorAnswer {
   readonly status: number;
   readonly reason: string;
   readonly message: string;
   readonly headers: Readonly<Record<string, string>>;
+  readonly body: ErrorBody;
 }
 
 export class ApiError extends Error implements ErrorAnswer {
   readonly status: number;
   readonly reason: string;
   readonly headers: Readonly<Record<string, string>>;
+  readonly body: ErrorBody;
 
-  /** `message` replaces the entry's default body; `headers` add to the entry's. */
+  /** `message` replaces the entry's default; `headers` add to the entry's. */
   constructor(readonly code: ApiErrorCode, message?: string, headers: Record<string, string> = {}) {
     const entry: ErrorEntry = API_ERRORS[code];
     super(message ?? entry.message);
     this.status = entry.status;
     this.reason = entry.reason;
     this.headers = { ...entry.headers, ...headers };
+    this.body = entry.body ?? 'text';
   }
 }
 
@@ -96,51 +124,73 @@ export function badRequest(message: string): ApiError {
   return new ApiError('BAD_REQUEST', message);
 }
 
-/** A domain error class and the answer it gets. */
-interface DomainError {
-  readonly type: new (...args: never[]) => Error;
-  readonly answer: (error: Error) => ApiError;
-}
+/** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
+export type KnownDomainError =
+  | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
+  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
+  | ScavengeAlreadyRunningError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
+  | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
-function domain<E extends Error>(type: new (...args: never[]) => E, answer: (error: E) => ApiError): DomainError {
-  return { type, answer: answer as (error: Error) => ApiError }; // called only for an instance of `type`
-}
+/** The class of KnownDomainError `E` that carries code `C`. */
+export type WithCode<E, C extends DomainErrorCode> = E extends { readonly code: infer K } ? (C extends K ? E : never) : never;
 
-const PROJECTION_ERRORS = { NotFound: 'NOT_FOUND', Conflict: 'CONFLICT', BadRequest: 'BAD_REQUEST' } as const;
 /** A backup directory that cannot be used: the path (400), the file system's refusal (403), no room (507). */
 const BACKUP_TARGET_ERRORS = { path: 'BAD_REQUEST', permission: 'BACKUP_TARGET_REFUSED', space: 'BACKUP_TARGET_FULL' } as const satisfies Record<BackupTargetProblem, ApiErrorCode>;
 
-const DOMAIN_ERRORS: readonly DomainError[] = [
-  domain(AccessDeniedError, () => new ApiError('ACCESS_DENIED')),
-  domain(InvalidFilterError, (e) => new ApiError('BAD_REQUEST', e.message)),
-  domain(WrongExpectedVersionError, (e) => new ApiError('WRONG_EXPECTED_VERSION', undefined, inEverySpelling('CurrentVersion', String(e.currentVersion)))),
-  domain(StreamDeletedError, () => new ApiError('STREAM_DELETED')),
+// Compiles only when every code has its class in KnownDomainError (else the type names the codes without one).
+true satisfies [Exclude<DomainErrorCode, KnownDomainError['code']>] extends [never] ? true : Exclude<DomainErrorCode, KnownDomainError['code']>;
+
+/** The HTTP answer of each domain error, by code: a code without one does not compile. */
+const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownDomainError, C>) => ApiError } = {
+  WRONG_EXPECTED_VERSION: (e) => new ApiError('WRONG_EXPECTED_VERSION', undefined, inEverySpelling('CurrentVersion', String(e.currentVersion))),
+  STREAM_DELETED: () => new ApiError('STREAM_DELETED'),
   // The store's write door: too large is 413 as at the HTTP door, any other rule 400.
-  domain(InvalidWriteError, (e) => new ApiError(e.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : e.rule === 'reserved' ? 'EPOCHS_READ_ONLY' : 'BAD_REQUEST', e.message)),
-  domain(StoreClosedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
-  domain(NotLeaderError, (e) => new ApiError('NOT_READY', e.message)),
-  domain(ReplicationLostError, (e) => new ApiError('NOT_READY', `${e.message}; the write may or may not have been written.`)),
-  domain(WriteTimeoutError, () => new ApiError('WRITE_TIMEOUT')),
-  domain(ProjectionError, (e) => new ApiError(PROJECTION_ERRORS[e.kind], e.message)),
-  domain(QuerySyntaxError, (e) => new ApiError('BAD_REQUEST', e.message)),
-  domain(SettingsError, (e) => new ApiError('BAD_REQUEST', e.message)),
-  domain(ScavengeAlreadyRunningError, () => new ApiError('SCAVENGE_ALREADY_RUNNING')),
-  domain(BackupRunningError, () => new ApiError('BACKUP_RUNNING')),
-  domain(ScavengeRunningError, (e) => new ApiError('BACKUP_CONFLICT', e.message)),
-  domain(BackupAlreadyRunningError, (e) => new ApiError('BACKUP_CONFLICT', e.message)),
-  domain(BackupTargetError, (e) => new ApiError(BACKUP_TARGET_ERRORS[e.problem], e.message)),
-  domain(BackupStoppedError, (e) => new ApiError('SHUTTING_DOWN', e.message)),
-];
+  INVALID_WRITE: (e) => new ApiError(e.rule === 'event-size' ? 'PAYLOAD_TOO_LARGE' : e.rule === 'reserved' ? 'EPOCHS_READ_ONLY' : 'BAD_REQUEST', e.message),
+  STORE_CLOSED: (e) => new ApiError('SHUTTING_DOWN', e.message),
+  NOT_LEADER: (e) => new ApiError('NOT_READY', e.message),
+  REPLICATION_LOST: (e) => new ApiError('NOT_READY', `${e.message}; the write may or may not have been written.`),
+  WRITE_TIMEOUT: () => new ApiError('WRITE_TIMEOUT'),
+  ACCESS_DENIED: () => new ApiError('ACCESS_DENIED'),
+  INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
+  PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
+  PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
+  PROJECTION_REFUSED: (e) => new ApiError('BAD_REQUEST', e.message),
+  QUERY_SYNTAX: (e) => new ApiError('BAD_REQUEST', e.message),
+  SUBSCRIPTION_NOT_FOUND: (e) => new ApiError('SUBSCRIPTION_NOT_FOUND', e.message),
+  SUBSCRIPTION_EXISTS: (e) => new ApiError('SUBSCRIPTION_EXISTS', e.message),
+  SUBSCRIPTION_LIMIT: (e) => new ApiError('SUBSCRIPTION_REFUSED', e.message),
+  SUBSCRIPTION_SETTINGS: (e) => new ApiError('BAD_REQUEST', e.message),
+  SCAVENGE_ALREADY_RUNNING: () => new ApiError('SCAVENGE_ALREADY_RUNNING'),
+  BACKUP_RUNNING: () => new ApiError('BACKUP_RUNNING'),
+  SCAVENGE_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),
+  BACKUP_ALREADY_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),
+  BACKUP_TARGET: (e) => new ApiError(BACKUP_TARGET_ERRORS[e.problem], e.message),
+  BACKUP_STOPPED: (e) => new ApiError('SHUTTING_DOWN', e.message),
+  AUTO_SCAVENGE_NOT_ENABLED: (e) => new ApiError('AUTO_SCAVENGE_OFF', e.message),
+  AUTO_SCAVENGE_REJECTED: (e) => new ApiError('AUTO_SCAVENGE_REJECTED', e.message),
+  AUTO_SCAVENGE_FAILED: (e) => new ApiError('AUTO_SCAVENGE_FAILED', e.message),
+  INVALID_SCHEDULE: (e) => new ApiError('BAD_REQUEST', e.message),
+};
 
 /** The answer for an error, or undefined when it is a fault of ours (the handler answers INTERNAL). */
 export function errorAnswer(error: unknown): ErrorAnswer | undefined {
   if (error instanceof ApiError) return error;
-  for (const { type, answer } of DOMAIN_ERRORS) {
-    if (error instanceof type) return answer(error);
-  }
+  if (error instanceof DomainError) return (DOMAIN_ANSWERS[error.code] as (e: DomainError) => ApiError)(error);
   // Fastify's own: a body over the limit is 413 as at the write door; its other 4xx pass through.
   const { code, statusCode, message } = error as Partial<FastifyError>;
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError('PAYLOAD_TOO_LARGE');
-  if (statusCode && statusCode < 500) return { status: statusCode, reason: STATUS_CODES[statusCode] ?? '', message: message ?? '', headers: {} };
+  if (statusCode && statusCode < 500) return { status: statusCode, reason: STATUS_CODES[statusCode] ?? '', message: message ?? '', headers: {}, body: 'text' };
   return undefined;
+}
+
+/** The body of an answer as it goes on the wire, or undefined for none. */
+export function errorBody(answer: ErrorAnswer): { type: string; text: string } | undefined {
+  const { body, message, status } = answer;
+  if (body === 'problem') return { type: 'application/problem+json; charset=utf-8', text: JSON.stringify({ title: message, status }) };
+  // Indented by two spaces, as every JSON body of this API (api/reply.ts).
+  if (body === 'json') return { type: 'application/json; charset=utf-8', text: JSON.stringify(message, null, 2) };
+  if (body !== 'text') {
+    return { type: 'application/json; charset=utf-8', text: JSON.stringify({ correlationId: randomUUID(), reason: message, result: body.outcome }, null, 2) };
+  }
+  return message ? { type: 'text/plain; charset=utf-8', text: message } : undefined;
 }

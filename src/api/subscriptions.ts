@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { formatUuid, parseUuid } from '../store/index.js';
 import type { PersistentGroup, NackAction } from '../subscriptions/group.js';
-import { SubscriptionError } from '../subscriptions/service.js';
 import { settingsFromBody, settingsJson, type GroupSettings } from '../subscriptions/settings.js';
 import { link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { ApiError } from './errors.js';
@@ -46,8 +45,9 @@ const NACK_ACTIONS: Record<string, NackAction> = { park: 'Park', retry: 'Retry',
 /** Longest long poll a pull may ask for. */
 const MAX_LONG_POLL_SECONDS = 60;
 
-function outcome(reply: FastifyReply, status: number, result: string, reason = ''): FastifyReply {
-  return sendJson(reply, status, { correlationId: randomUUID(), reason, result });
+/** The outcome body of a change done, as the established servers write it (a refusal's is written by api/errors.ts). */
+function succeeded(reply: FastifyReply): FastifyReply {
+  return sendJson(reply, 200, { correlationId: randomUUID(), reason: '', result: 'Success' });
 }
 
 function groupUrl(base: string, stream: string, group: string): string {
@@ -120,25 +120,9 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
   const service = ctx.subscriptions;
 
   const groupOf = (p: Params): PersistentGroup => {
-    try {
-      return service.get(p.stream, p.group);
-    } catch (err) {
-      if (err instanceof SubscriptionError) throw new ApiError('NOT_FOUND');
-      throw err;
-    }
-  };
-
-  /** Create, update and delete answer with the outcome body of the established servers. */
-  const change = async (reply: FastifyReply, run: () => Promise<unknown>): Promise<FastifyReply> => {
-    try {
-      await run();
-      return outcome(reply, 200, 'Success');
-    } catch (err) {
-      if (!(err instanceof SubscriptionError)) throw err;
-      if (err.kind === 'AlreadyExists') return outcome(reply, 409, 'AlreadyExists', err.message);
-      if (err.kind === 'NotFound') return outcome(reply, 404, 'DoesNotExist', err.message);
-      return outcome(reply, 400, 'Fail', err.message);
-    }
+    const group = service.find(p.stream, p.group);
+    if (!group) throw new ApiError('NOT_FOUND');
+    return group;
   };
 
   app.get('/subscriptions', { onRequest: requireAuthenticated, schema: SCHEMAS.listing }, async (req, reply) => {
@@ -178,13 +162,16 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     const { stream, group } = req.params;
     const settings = settingsOf(req);
     reply.header('Location', groupUrl(baseUrl(req), stream, group));
-    return change(reply, () => apply.call(service, stream, group, settings, principalOf(req).name));
+    await apply.call(service, stream, group, settings, principalOf(req).name);
+    return succeeded(reply);
   };
   app.put<{ Params: Params }>('/subscriptions/:stream/:group', definition, define(service.create));
   app.post<{ Params: Params }>('/subscriptions/:stream/:group', definition, define(service.update));
 
-  app.delete<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) =>
-    change(reply, () => service.delete(req.params.stream, req.params.group, principalOf(req).name)));
+  app.delete<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) => {
+    await service.delete(req.params.stream, req.params.group, principalOf(req).name);
+    return succeeded(reply);
+  });
 
   const pull = async (req: FastifyRequest<{ Params: Params & { count?: string } }>, reply: FastifyReply) => {
     const count = req.params.count === undefined ? 1 : Number(req.params.count);
@@ -234,6 +221,6 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     const raw = (req.query as Query).stopAt;
     const g = groupOf(req.params);
     g.replayParked(raw === undefined ? undefined : Number(raw));
-    return outcome(reply, 200, 'Success');
+    return succeeded(reply);
   });
 }

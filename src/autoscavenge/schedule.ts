@@ -1,11 +1,14 @@
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { DomainError } from '../errors.js';
 
 // The cluster scavenge schedule: a five-field cron expression (minute hour day-of-month month
 // day-of-week) evaluated by cron-parser in UTC. The established servers evaluate it in the
 // leader's local time zone; UTC makes every node of a cluster (and every test machine) agree on
 // when "0 3 * * *" is, whatever its TZ. Seconds fields, @aliases and six-field forms are refused.
 
-export class InvalidScheduleError extends Error {}
+export class InvalidScheduleError extends DomainError {
+  readonly code = 'INVALID_SCHEDULE';
+}
 
 const FIELDS = 5;
 

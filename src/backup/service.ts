@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { BackupStoppedError, type BackupResult, type Store } from '../store/index.js';
+import { DomainError } from '../errors.js';
 import { prepareTarget, removeCreated, targetError } from './target.js';
 
 // The node's backups (POST /admin/backup): one at a time, never while a scavenge runs (the
@@ -15,14 +16,18 @@ export interface BackupRequest {
 }
 
 /** A scavenge runs: the backup is refused, naming it and how to stop it. */
-export class ScavengeRunningError extends Error {
+export class ScavengeRunningError extends DomainError {
+  readonly code = 'SCAVENGE_RUNNING';
+
   constructor(readonly scavengeId: string) {
     super(`A scavenge is running (${scavengeId}): stop it with DELETE /admin/scavenge/${scavengeId}, back up, `
       + 'then start it again with POST /admin/scavenge (it resumes where it stopped).');
   }
 }
 
-export class BackupAlreadyRunningError extends Error {
+export class BackupAlreadyRunningError extends DomainError {
+  readonly code = 'BACKUP_ALREADY_RUNNING';
+
   constructor(to: string) {
     super(`A backup is already running (to ${to}); one backup runs at a time.`);
   }

@@ -1,5 +1,6 @@
 import { mkdir, realpath, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { DomainError } from '../errors.js';
 import { BackupInvalidError } from '../store/backup-format.js';
 import { mountOf, PSEUDO_FILE_SYSTEMS, readMounts, type Mount } from './mounts.js';
 
@@ -29,7 +30,9 @@ const PSEUDO_ROOTS: ReadonlySet<string> = new Set(['proc', 'sys', 'dev']);
 export type BackupTargetProblem = 'path' | 'permission' | 'space';
 
 /** The directory cannot take a backup: a bad path, a file system that refuses it, or no room; the message says which and where. */
-export class BackupTargetError extends Error {
+export class BackupTargetError extends DomainError {
+  readonly code = 'BACKUP_TARGET';
+
   constructor(readonly problem: BackupTargetProblem, message: string) {
     super(message);
   }

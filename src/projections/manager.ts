@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { DomainError } from '../errors.js';
 import { ExpectedVersion, jsonEvent, proposedEvent, type Store } from '../store/index.js';
 import { Projection } from './projection.js';
 import { JsEngine } from './engine.js';
@@ -16,8 +17,9 @@ import { validateQuery } from './validate.js';
 // $projections-<name> holds each definition) and are restored on start; transient projections
 // live in memory only.
 
-export class ProjectionError extends Error {
-  constructor(readonly kind: 'NotFound' | 'Conflict' | 'BadRequest', message: string) {
+/** A projection request refused: no such projection, a duplicate name, or a request it cannot take now or at all. */
+export class ProjectionError extends DomainError {
+  constructor(readonly code: 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED', message: string) {
     super(message);
   }
 }
@@ -134,14 +136,14 @@ export class ProjectionManager {
 
   get(name: string): Projection {
     const p = this.projections.get(name);
-    if (!p) throw new ProjectionError('NotFound', `Projection ${name} not found`);
+    if (!p) throw new ProjectionError('PROJECTION_NOT_FOUND', `Projection ${name} not found`);
     return p;
   }
 
   async create(req: CreateRequest): Promise<Projection> {
     const name = req.name ?? (req.mode === 'Continuous' ? '' : randomUUID());
-    if (!name) throw new ProjectionError('BadRequest', 'Projection name is required');
-    if (this.projections.has(name)) throw new ProjectionError('Conflict', `Duplicate projection names : ${name}`);
+    if (!name) throw new ProjectionError('PROJECTION_REFUSED', 'Projection name is required');
+    if (this.projections.has(name)) throw new ProjectionError('PROJECTION_EXISTS', `Duplicate projection names : ${name}`);
     validateQuery(req.query);
     const persisted: PersistedProjection = {
       name, handlerType: 'JS', mode: req.mode, query: req.query, enabled: req.enabled,
@@ -159,7 +161,7 @@ export class ProjectionManager {
       try {
         new NativeEngine(p.persisted.handlerType, query).dispose(); // checks the configuration
       } catch (err) {
-        throw new ProjectionError('BadRequest', (err as Error).message);
+        throw new ProjectionError('PROJECTION_REFUSED', (err as Error).message);
       }
     }
     const wasRunning = p.status === 'Running' || p.persisted.enabled;
@@ -178,7 +180,7 @@ export class ProjectionManager {
   async updateConfig(name: string, config: ProjectionConfig): Promise<void> {
     const p = this.get(name);
     if (p.status !== 'Stopped' && p.status !== 'Faulted' && p.status !== 'Aborted') {
-      throw new ProjectionError('BadRequest', "Cannot update the config of a projection that hasn't been stopped or faulted.");
+      throw new ProjectionError('PROJECTION_REFUSED', "Cannot update the config of a projection that hasn't been stopped or faulted.");
     }
     await this.persist(p, { ...p.persisted, config: { ...config, trackEmittedStreams: config.emitEnabled && config.trackEmittedStreams } });
   }
@@ -215,9 +217,9 @@ export class ProjectionManager {
 
   async delete(name: string, flags: DeleteFlags): Promise<void> {
     const p = this.get(name);
-    if (isSystemProjection(name)) throw new ProjectionError('BadRequest', "We currently don't allow for the deletion of System Projections.");
+    if (isSystemProjection(name)) throw new ProjectionError('PROJECTION_REFUSED', "We currently don't allow for the deletion of System Projections.");
     if (p.persisted.mode !== 'Transient' && p.status !== 'Stopped' && p.status !== 'Faulted' && p.status !== 'Aborted' && p.status !== 'Completed') {
-      throw new ProjectionError('BadRequest', "Cannot delete a projection that hasn't been stopped or faulted.");
+      throw new ProjectionError('PROJECTION_REFUSED', "Cannot delete a projection that hasn't been stopped or faulted.");
     }
     await p.stop(false, p.status);
     this.projections.delete(name);

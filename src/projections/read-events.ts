@@ -18,17 +18,17 @@ function field(doc: Record<string, unknown>, name: string): unknown {
 
 function strings(value: unknown, what: string): string[] {
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new ProjectionError('BadRequest', `${what} must be an array of strings.`);
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new ProjectionError('PROJECTION_REFUSED', `${what} must be an array of strings.`);
   return value as string[];
 }
 
 /** The query part of the request: the shape of a source definition (as `query?config=yes` shows it). */
 export function parseQueryDefinition(query: unknown): SourceDefinition {
-  if (typeof query !== 'object' || query === null || Array.isArray(query)) throw new ProjectionError('BadRequest', 'query must be a source definition object.');
+  if (typeof query !== 'object' || query === null || Array.isArray(query)) throw new ProjectionError('PROJECTION_REFUSED', 'query must be a source definition object.');
   const q = query as Record<string, unknown>;
   const options = (field(q, 'options') ?? {}) as Record<string, unknown>;
   const events = strings(field(q, 'events'), 'events');
-  if (field(q, 'allEvents') === true && events.length > 0) throw new ProjectionError('BadRequest', 'Both AllEvents and specific event filters cannot be set');
+  if (field(q, 'allEvents') === true && events.length > 0) throw new ProjectionError('PROJECTION_REFUSED', 'Both AllEvents and specific event filters cannot be set');
   const allEvents = field(q, 'allEvents') === true || events.length === 0;
   return {
     ...blankDefinition(), allEvents, allStreams: field(q, 'allStreams') === true, streams: strings(field(q, 'streams'), 'streams'),
@@ -40,17 +40,17 @@ export function parseQueryDefinition(query: unknown): SourceDefinition {
 
 function startPosition(position: unknown): { log: number; streams: Record<string, number> } {
   if (position === undefined || position === null) return { log: 0, streams: {} };
-  if (typeof position !== 'object' || Array.isArray(position)) throw new ProjectionError('BadRequest', 'position must be a checkpoint tag object.');
+  if (typeof position !== 'object' || Array.isArray(position)) throw new ProjectionError('PROJECTION_REFUSED', 'position must be a checkpoint tag object.');
   const p = position as Record<string, unknown>;
   const commit = field(p, '$c') ?? field(p, 'commitPosition');
   const log = commit === undefined ? 0 : Number(commit);
-  if (!Number.isSafeInteger(log) || log < 0) throw new ProjectionError('BadRequest', 'position $c must be a non-negative integer.');
+  if (!Number.isSafeInteger(log) || log < 0) throw new ProjectionError('PROJECTION_REFUSED', 'position $c must be a non-negative integer.');
   const s = field(p, '$s');
   const streams: Record<string, number> = {};
   if (s !== undefined) {
-    if (typeof s !== 'object' || s === null) throw new ProjectionError('BadRequest', 'position $s must map streams to event numbers.');
+    if (typeof s !== 'object' || s === null) throw new ProjectionError('PROJECTION_REFUSED', 'position $s must map streams to event numbers.');
     for (const [stream, n] of Object.entries(s)) {
-      if (typeof n !== 'number' || !Number.isInteger(n)) throw new ProjectionError('BadRequest', 'position $s must map streams to event numbers.');
+      if (typeof n !== 'number' || !Number.isInteger(n)) throw new ProjectionError('PROJECTION_REFUSED', 'position $s must map streams to event numbers.');
       streams[stream] = n;
     }
   }
@@ -80,21 +80,21 @@ export interface ReadEventsRequest {
 
 /** Parses and checks the request; the caller checks read access to the streams the definition names. */
 export function parseReadEventsRequest(body: unknown): ReadEventsRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ProjectionError('BadRequest', 'The body must be {"query": {...}, "position": {...}, "maxEvents": n}.');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ProjectionError('PROJECTION_REFUSED', 'The body must be {"query": {...}, "position": {...}, "maxEvents": n}.');
   const doc = body as Record<string, unknown>;
   const definition = parseQueryDefinition(field(doc, 'query'));
   const problem = definitionProblem(definition);
-  if (problem) throw new ProjectionError('BadRequest', problem);
+  if (problem) throw new ProjectionError('PROJECTION_REFUSED', problem);
   return { definition, doc };
 }
 
 export function readEvents(store: Store, { definition: def, doc }: ReadEventsRequest): ReadEventsResult {
   const max = field(doc, 'maxEvents') ?? DEFAULT_MAX_EVENTS;
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_EVENTS) {
-    throw new ProjectionError('BadRequest', `maxEvents must be an integer from 1 to ${MAX_EVENTS}.`);
+    throw new ProjectionError('PROJECTION_REFUSED', `maxEvents must be an integer from 1 to ${MAX_EVENTS}.`);
   }
   const sources = [...def.streams, ...def.categories.map((c) => `$ce-${c}`)];
-  if (!def.allStreams && sources.every((s) => !store.streamInfo(s))) throw new ProjectionError('NotFound', `None of the streams ${sources.join(', ')} exists.`);
+  if (!def.allStreams && sources.every((s) => !store.streamInfo(s))) throw new ProjectionError('PROJECTION_NOT_FOUND', `None of the streams ${sources.join(', ')} exists.`);
   const start = startPosition(field(doc, 'position'));
   const filter = eventFilterOf(def);
   const events: Record<string, unknown>[] = [];

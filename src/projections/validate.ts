@@ -1,7 +1,10 @@
 import { parse } from 'acorn';
+import { DomainError } from '../errors.js';
 
 /** A syntax error in a projection query, with its position (1-based line and column). */
-export class QuerySyntaxError extends Error {
+export class QuerySyntaxError extends DomainError {
+  readonly code = 'QUERY_SYNTAX';
+
   constructor(message: string, readonly line: number, readonly column: number) {
     super(message);
   }

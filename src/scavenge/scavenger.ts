@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ExpectedVersion, metadataEvent, metastreamOf, parseLinkTarget, type Store } from '../store/index.js';
+import { ExpectedVersion, metadataEvent, metastreamOf, parseLinkTarget, StoreClosedError, type Store } from '../store/index.js';
 import { ScavengeStoppedError, type RunContext } from './context.js';
 import { History, historyMetadata, type LogAppend, SCAVENGES_STREAM, scavengeStream, timeSpan } from './history.js';
 import { begin, runPhases } from './run.js';
@@ -139,7 +139,7 @@ export class Scavenger {
   start(request: ScavengeRequest): string {
     if (this.running) throw new ScavengeAlreadyRunningError(this.running.id);
     if (this.options.backupRunning?.()) throw new BackupRunningError();
-    if (this.closed) throw new Error('the node is shutting down');
+    if (this.closed) throw new StoreClosedError(); // a refusal (503), not a fault of ours
     const id = randomUUID();
     const progress: ScavengeProgress = {
       phase: 'Beginning', scavengePoint: -1, chunksDone: 0, chunksTotal: 0, eventsExamined: 0, eventsRemoved: 0, spaceSaved: 0,

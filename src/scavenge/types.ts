@@ -1,3 +1,5 @@
+import { DomainError } from '../errors.js';
+
 // What the rest of the node sees of scavenging: the request, the progress, the results.
 
 /** A request to scavenge (POST /admin/scavenge), already validated. */
@@ -37,14 +39,18 @@ export type ScavengeResult = 'Success' | 'Stopped' | 'Errored' | 'Interrupted';
 /** What GET /admin/scavenge/last reports. */
 export type LastScavengeResult = 'Unknown' | 'InProgress' | ScavengeResult;
 
-export class ScavengeAlreadyRunningError extends Error {
+export class ScavengeAlreadyRunningError extends DomainError {
+  readonly code = 'SCAVENGE_ALREADY_RUNNING';
+
   constructor(readonly scavengeId: string) {
     super('Scavenge is already running');
   }
 }
 
 /** A scavenge asked for while a backup runs (src/backup): refused, as a backup is refused while a scavenge runs. */
-export class BackupRunningError extends Error {
+export class BackupRunningError extends DomainError {
+  readonly code = 'BACKUP_RUNNING';
+
   constructor() {
     super('A backup is running');
   }

@@ -9,6 +9,7 @@ import {
   BACKUP_FILE_NAME, BACKUP_FORMAT, encodeEntries, fileSize, HISTORY_ID_KEY, INDEX_NAME, MANIFEST_NAME, PENDING_SUFFIX, readManifest, sha256Of,
   type BackupFile, type ChunkFile, type Manifest,
 } from './backup-format.js';
+import { DomainError } from '../errors.js';
 
 // A backup of a running store: a logical, point-in-time copy of every key, read through ONE
 // RocksDB iterator (one snapshot), so it holds exactly what was committed when the backup began
@@ -53,7 +54,9 @@ export interface BackupResult {
   seconds: number;
 }
 
-export class BackupStoppedError extends Error {
+export class BackupStoppedError extends DomainError {
+  readonly code = 'BACKUP_STOPPED';
+
   constructor() {
     super('The backup was stopped: the node is shutting down');
   }

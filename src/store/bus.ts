@@ -21,8 +21,8 @@ export class CommitBus {
   /** Where a listener's exception is reported (the node logs it); until set, it is dropped. */
   onListenerFailure: ListenerFailure = () => undefined;
 
-  /** `subscriber` names the follower in the report of an exception it throws. */
-  subscribe(listener: CommitListener, subscriber = 'a commit listener'): () => void {
+  /** `subscriber` names the follower in the report of an exception it throws (the node logs it with the name). */
+  subscribe(listener: CommitListener, subscriber: string): () => void {
     this.listeners.set(listener, subscriber);
     return () => this.listeners.delete(listener);
   }
@@ -55,7 +55,7 @@ export class CommitBus {
       const timer = setTimeout(() => done(false), timeoutMs);
       const unsubscribe = this.subscribe((commit) => {
         if (commit.records.some(matches)) done(true);
-      });
+      }, 'a reader waiting for a commit');
       signal?.addEventListener('abort', onAbort);
     });
   }

@@ -8,6 +8,7 @@
 import { LINK_EVENT_TYPE } from './record.js';
 import { isMetastream, metadataProblem, originalStreamOf } from './metadata.js';
 import { RESERVED_STREAMS } from './system-streams.js';
+import { DomainError } from '../errors.js';
 
 /** The record keeps stream names and event types behind a 16-bit length. */
 const MAX_RECORD_NAME_BYTES = 65_535;
@@ -29,7 +30,9 @@ export interface WriteLimits {
 }
 
 /** A write the door refuses: the operation fails alone, with the stream and the rule it broke. */
-export class InvalidWriteError extends Error {
+export class InvalidWriteError extends DomainError {
+  readonly code = 'INVALID_WRITE';
+
   constructor(readonly streamId: string, readonly rule: WriteRule, message: string) {
     super(message);
   }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { DomainError } from '../errors.js';
 import { ExpectedVersion, jsonEvent, type Store } from '../store/index.js';
 import { PersistentGroup } from './group.js';
 import type { Message } from './message.js';
@@ -14,8 +15,9 @@ export const CONFIG_STREAM = '$persistentSubscriptionConfig';
 export const CONFIG_EVENT_TYPE = '$PersistentConfig';
 const TICK_MS = 100;
 
-export class SubscriptionError extends Error {
-  constructor(readonly kind: 'NotFound' | 'AlreadyExists' | 'BadRequest', message: string) {
+/** A change of the groups refused: the group exists already, does not exist, or the node keeps no more groups. */
+export class SubscriptionError extends DomainError {
+  constructor(readonly code: 'SUBSCRIPTION_EXISTS' | 'SUBSCRIPTION_NOT_FOUND' | 'SUBSCRIPTION_LIMIT', message: string) {
     super(message);
   }
 }
@@ -111,9 +113,9 @@ export class SubscriptionService {
 
   create(stream: string, name: string, settings: GroupSettings, by: string): Promise<PersistentGroup> {
     return this.serialised(async () => {
-      if (this.groups.has(keyOf(stream, name))) throw new SubscriptionError('AlreadyExists', `Group '${name}' already exists.`);
+      if (this.groups.has(keyOf(stream, name))) throw new SubscriptionError('SUBSCRIPTION_EXISTS', `Group '${name}' already exists.`);
       if (this.groups.size >= MAX_GROUPS) {
-        throw new SubscriptionError('BadRequest', `The node has ${this.groups.size} persistent subscription groups, the most it keeps; delete one first.`);
+        throw new SubscriptionError('SUBSCRIPTION_LIMIT', `The node has ${this.groups.size} persistent subscription groups, the most it keeps; delete one first.`);
       }
       await this.saveEntries([...this.entries(), toEntry(stream, name, settings)], by);
       return this.addGroup(stream, name, settings, true);
@@ -123,7 +125,7 @@ export class SubscriptionService {
   /** Replaces the group: its consumers and leases are dropped; it resumes from its checkpoint. */
   update(stream: string, name: string, settings: GroupSettings, by: string): Promise<PersistentGroup> {
     return this.serialised(async () => {
-      const old = this.get(stream, name);
+      const old = this.existing(stream, name);
       const next = this.entries().map((e) => (e.stream === stream && e.group === name ? toEntry(stream, name, settings) : e));
       await this.saveEntries(next, by);
       this.removeGroup(old);
@@ -135,7 +137,7 @@ export class SubscriptionService {
   /** Removes the group with its checkpoint and parked messages. */
   delete(stream: string, name: string, by: string): Promise<void> {
     return this.serialised(async () => {
-      const group = this.get(stream, name);
+      const group = this.existing(stream, name);
       await this.saveEntries(this.entries().filter((e) => !(e.stream === stream && e.group === name)), by);
       this.removeGroup(group);
       await group.stop(false);
@@ -146,9 +148,15 @@ export class SubscriptionService {
     });
   }
 
-  get(stream: string, name: string): PersistentGroup {
-    const group = this.groups.get(keyOf(stream, name));
-    if (!group) throw new SubscriptionError('NotFound', `Group '${name}' does not exist.`);
+  /** The group, or undefined when the node has none of that name on that stream. */
+  find(stream: string, name: string): PersistentGroup | undefined {
+    return this.groups.get(keyOf(stream, name));
+  }
+
+  /** The group a change applies to; a change of a group that does not exist is refused. */
+  private existing(stream: string, name: string): PersistentGroup {
+    const group = this.find(stream, name);
+    if (!group) throw new SubscriptionError('SUBSCRIPTION_NOT_FOUND', `Group '${name}' does not exist.`);
     return group;
   }
 

@@ -3,6 +3,7 @@
 // are those of the established servers' HTTP API, so existing clients and scripts behave the same.
 
 import { MAX_BUFFER_SIZE } from './limits.js';
+import { DomainError } from '../errors.js';
 
 export const STRATEGIES = ['RoundRobin', 'DispatchToSingle', 'Pinned', 'PinnedByCorrelation'] as const;
 export type ConsumerStrategyName = (typeof STRATEGIES)[number];
@@ -41,7 +42,10 @@ export const DEFAULT_SETTINGS: Readonly<GroupSettings> = Object.freeze({
   namedConsumerStrategy: 'RoundRobin',
 });
 
-export class SettingsError extends Error {}
+/** A group's settings a client sent that cannot be used (the message says which and why). */
+export class SettingsError extends DomainError {
+  readonly code = 'SUBSCRIPTION_SETTINGS';
+}
 
 /** HTTP body field (lower-cased) → setting. */
 const NUMBER_FIELDS: Record<string, keyof GroupSettings> = {

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import { errorAnswer, errorBody } from '../src/api/errors.js';
+import { grpcStatusOf } from '../src/api/grpc/errors.js';
+import { AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError } from '../src/autoscavenge/index.js';
+import { BackupAlreadyRunningError, ScavengeRunningError } from '../src/backup/service.js';
+import { BackupTargetError } from '../src/backup/target.js';
+import { DomainError, type DomainErrorCode } from '../src/errors.js';
+import { ProjectionError } from '../src/projections/manager.js';
+import { QuerySyntaxError } from '../src/projections/validate.js';
+import { BackupRunningError, ScavengeAlreadyRunningError } from '../src/scavenge/types.js';
+import {
+  BackupStoppedError, InvalidWriteError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, StoreClosedError, StreamDeletedError,
+  WriteTimeoutError, WrongExpectedVersionError,
+} from '../src/store/index.js';
+import { SubscriptionError } from '../src/subscriptions/service.js';
+import { SettingsError } from '../src/subscriptions/settings.js';
+import { AccessDeniedError, InvalidFilterError } from '../src/verbs/index.js';
+
+// The two doors' error tables (issue 30, errors one way): every domain error shares one base
+// and is answered by its code, over HTTP with the status, reason phrase, headers and body the
+// clients of the established servers read, over gRPC with the status and trailers of grpc.md §4.
+// Faults of ours (plain errors, and a domain error a door cannot meet) get no answer: the
+// doors answer them INTERNAL and log them.
+
+const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
+  WRONG_EXPECTED_VERSION: new WrongExpectedVersionError('s', 4),
+  STREAM_DELETED: new StreamDeletedError('s'),
+  INVALID_WRITE: new InvalidWriteError('s', 'stream-name', 'a bad name'),
+  STORE_CLOSED: new StoreClosedError(),
+  NOT_LEADER: new NotLeaderError(),
+  REPLICATION_LOST: new ReplicationLostError('the term ended'),
+  WRITE_TIMEOUT: new WriteTimeoutError('no quorum'),
+  ACCESS_DENIED: new AccessDeniedError('s', 'r'),
+  INVALID_FILTER: new InvalidFilterError('a bad filter'),
+  PROJECTION_NOT_FOUND: new ProjectionError('PROJECTION_NOT_FOUND', 'Projection p not found'),
+  PROJECTION_EXISTS: new ProjectionError('PROJECTION_EXISTS', 'Duplicate projection names : p'),
+  PROJECTION_REFUSED: new ProjectionError('PROJECTION_REFUSED', 'Projection name is required'),
+  QUERY_SYNTAX: new QuerySyntaxError('Unexpected token at line 1, column 2', 1, 2),
+  SUBSCRIPTION_NOT_FOUND: new SubscriptionError('SUBSCRIPTION_NOT_FOUND', "Group 'g' does not exist."),
+  SUBSCRIPTION_EXISTS: new SubscriptionError('SUBSCRIPTION_EXISTS', "Group 'g' already exists."),
+  SUBSCRIPTION_LIMIT: new SubscriptionError('SUBSCRIPTION_LIMIT', 'no more groups'),
+  SUBSCRIPTION_SETTINGS: new SettingsError('a bad setting'),
+  SCAVENGE_ALREADY_RUNNING: new ScavengeAlreadyRunningError('id1'),
+  BACKUP_RUNNING: new BackupRunningError(),
+  SCAVENGE_RUNNING: new ScavengeRunningError('id2'),
+  BACKUP_ALREADY_RUNNING: new BackupAlreadyRunningError('/backups'),
+  BACKUP_TARGET: new BackupTargetError('path', 'not a directory'),
+  BACKUP_STOPPED: new BackupStoppedError(),
+  AUTO_SCAVENGE_NOT_ENABLED: new AutoScavengeNotEnabledError(),
+  AUTO_SCAVENGE_REJECTED: new AutoScavengeRejectedError('Node is not the leader'),
+  AUTO_SCAVENGE_FAILED: new AutoScavengeFailedError('the loop died'),
+  INVALID_SCHEDULE: new InvalidScheduleError('Invalid CRON expression'),
+};
+
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM = 'application/problem+json; charset=utf-8';
+
+/** [status, reason, content type (null: no body), body, headers] as a client reads them. */
+type Seen = [number, string, string | null, string, Record<string, string>?];
+
+const HTTP: { [C in DomainErrorCode]: Seen } = {
+  WRONG_EXPECTED_VERSION: [400, 'Wrong expected EventNumber', null, '', { 'SVC-CurrentVersion': '4', 'Kurrent-CurrentVersion': '4', 'ES-CurrentVersion': '4' }],
+  STREAM_DELETED: [410, 'Stream deleted', null, ''],
+  INVALID_WRITE: [400, 'Bad Request', TEXT, 'a bad name'],
+  STORE_CLOSED: [503, 'Server Is Not Ready', TEXT, 'The store is shutting down'],
+  NOT_LEADER: [503, 'Server Is Not Ready', TEXT, 'This node is not the cluster leader'],
+  REPLICATION_LOST: [503, 'Server Is Not Ready', TEXT, 'the term ended; the write may or may not have been written.'],
+  WRITE_TIMEOUT: [500, 'Write timeout', TEXT, 'No quorum of the cluster held the write in time; it may or may not have been written.'],
+  ACCESS_DENIED: [401, 'Unauthorized', null, '', { 'WWW-Authenticate': 'BasicCustom realm="SVC"' }],
+  INVALID_FILTER: [400, 'Bad Request', TEXT, 'a bad filter'],
+  PROJECTION_NOT_FOUND: [404, 'Not Found', TEXT, 'Projection p not found'],
+  PROJECTION_EXISTS: [409, 'Conflict', TEXT, 'Duplicate projection names : p'],
+  PROJECTION_REFUSED: [400, 'Bad Request', TEXT, 'Projection name is required'],
+  QUERY_SYNTAX: [400, 'Bad Request', TEXT, 'Unexpected token at line 1, column 2'],
+  SUBSCRIPTION_NOT_FOUND: [404, 'Not Found', JSON_TYPE, 'DoesNotExist:Group \'g\' does not exist.'],
+  SUBSCRIPTION_EXISTS: [409, 'Conflict', JSON_TYPE, 'AlreadyExists:Group \'g\' already exists.'],
+  SUBSCRIPTION_LIMIT: [400, 'Bad Request', JSON_TYPE, 'Fail:no more groups'],
+  SUBSCRIPTION_SETTINGS: [400, 'Bad Request', TEXT, 'a bad setting'],
+  SCAVENGE_ALREADY_RUNNING: [400, 'Bad Request', TEXT, 'Scavenge is already running'],
+  BACKUP_RUNNING: [400, 'Bad Request', TEXT, 'A backup is running'],
+  SCAVENGE_RUNNING: [409, 'Conflict', TEXT, 'A scavenge is running (id2): stop it with DELETE /admin/scavenge/id2, back up, then start it again with POST /admin/scavenge (it resumes where it stopped).'],
+  BACKUP_ALREADY_RUNNING: [409, 'Conflict', TEXT, 'A backup is already running (to /backups); one backup runs at a time.'],
+  BACKUP_TARGET: [400, 'Bad Request', TEXT, 'not a directory'],
+  BACKUP_STOPPED: [503, 'Server Is Not Ready', TEXT, 'The backup was stopped: the node is shutting down'],
+  AUTO_SCAVENGE_NOT_ENABLED: [503, 'Service Unavailable', PROBLEM, '{"title":"AutoScavenge is not enabled","status":503}'],
+  AUTO_SCAVENGE_REJECTED: [400, 'Bad Request', JSON_TYPE, '"Node is not the leader"'],
+  AUTO_SCAVENGE_FAILED: [500, 'Internal Server Error', PROBLEM, '{"title":"the loop died","status":500}'],
+  INVALID_SCHEDULE: [400, 'Bad Request', TEXT, 'Invalid CRON expression'],
+};
+
+/** What the HTTP door writes for `error`; an outcome body as `result:reason` (its correlation id is checked apart). */
+function httpSeen(error: unknown): Seen | undefined {
+  const answer = errorAnswer(error);
+  if (!answer) return undefined;
+  const body = errorBody(answer);
+  let text = body?.text ?? '';
+  if (typeof answer.body === 'object') {
+    const outcome = JSON.parse(text) as { correlationId: string; reason: string; result: string };
+    expect(Object.keys(outcome)).toEqual(['correlationId', 'reason', 'result']);
+    expect(outcome.correlationId).toMatch(/^[0-9a-f-]{36}$/);
+    text = `${outcome.result}:${outcome.reason}`;
+  }
+  const seen: Seen = [answer.status, answer.reason, body?.type ?? null, text];
+  if (Object.keys(answer.headers).length > 0) seen.push({ ...answer.headers });
+  return seen;
+}
+
+describe('the domain errors', () => {
+  it.each(Object.entries(ONE_OF_EACH))('%s shares the base and carries its code', (code, error) => {
+    expect(error).toBeInstanceOf(DomainError);
+    expect(error.code).toBe(code);
+  });
+
+  it('leave out what no client request meets: a follower\'s mismatch is a plain error', () => {
+    expect(new ReplicationMismatchError('a gap')).not.toBeInstanceOf(DomainError);
+  });
+});
+
+describe('the HTTP table', () => {
+  it.each(Object.entries(ONE_OF_EACH))('answers %s as the established servers do', (code, error) => {
+    expect(httpSeen(error)).toEqual(HTTP[code as DomainErrorCode]);
+  });
+
+  it('answers the write door\'s size rule 413 and its reserved streams 403', () => {
+    expect(httpSeen(new InvalidWriteError('s', 'event-size', 'too large'))).toEqual([413, 'Payload Too Large', TEXT, 'too large']);
+    expect(httpSeen(new InvalidWriteError('$epochs', 'reserved', 'written by leaders only'))).toEqual([403, 'Forbidden', TEXT, 'written by leaders only']);
+  });
+
+  it('has no answer for a fault of ours', () => {
+    expect(errorAnswer(new Error('a bug'))).toBeUndefined();
+    expect(errorAnswer(new ReplicationMismatchError('a gap'))).toBeUndefined();
+    expect(errorAnswer('not even an error')).toBeUndefined();
+  });
+});
+
+describe('the gRPC table', () => {
+  const NOT_READY = { code: 14, message: 'Server Is Not Ready' };
+  const GRPC: Partial<Record<DomainErrorCode, unknown>> = {
+    STREAM_DELETED: { code: 9, message: "Event stream 's' is deleted.", trailers: { exception: 'stream-deleted', 'stream-name': 's' } },
+    INVALID_WRITE: { code: 3, message: 'a bad name' },
+    STORE_CLOSED: NOT_READY,
+    NOT_LEADER: NOT_READY,
+    REPLICATION_LOST: { code: 14, message: 'Server Is Not Ready: the term ended; the write may or may not have been written.' },
+    WRITE_TIMEOUT: { code: 10, message: 'Operation timed out: no quorum of the cluster held the write in time; it may or may not have been written.' },
+    ACCESS_DENIED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
+    INVALID_FILTER: { code: 3, message: 'a bad filter' },
+  };
+
+  it.each(Object.entries(GRPC))('answers %s as the established server does', (code, status) => {
+    expect(grpcStatusOf(ONE_OF_EACH[code as DomainErrorCode], 1000)).toEqual(status);
+  });
+
+  it('answers the write door\'s size rule with the append bound', () => {
+    expect(grpcStatusOf(new InvalidWriteError('s', 'event-size', 'too large'), 1000)).toEqual({
+      code: 3, message: 'Maximum Append Size of 1000 Exceeded.',
+      trailers: { exception: 'maximum-append-size-exceeded', 'maximum-append-size': '1000' },
+    });
+  });
+
+  it('leaves a wrong expected version to the method, and has no answer for what its door cannot meet', () => {
+    expect(grpcStatusOf(ONE_OF_EACH.WRONG_EXPECTED_VERSION, 1000)).toBeUndefined();
+    const elsewhere = Object.keys(ONE_OF_EACH).filter((code) => !(code in GRPC) && code !== 'WRONG_EXPECTED_VERSION') as DomainErrorCode[];
+    expect(elsewhere).toContain('PROJECTION_NOT_FOUND');
+    for (const code of elsewhere) expect(grpcStatusOf(ONE_OF_EACH[code], 1000), code).toBeUndefined();
+    expect(grpcStatusOf(new Error('a bug'), 1000)).toBeUndefined();
+  });
+});
