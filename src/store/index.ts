@@ -48,7 +48,7 @@ export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
-export { LINK_EVENT_TYPE } from './record.js';
+export { LINK_EVENT_TYPE, STORED, storedFormOf, type StoredRecord } from './record.js';
 export type { Commit } from './bus.js';
 export type { StreamInfo } from './stream-state.js';
 export * from './metadata.js';
