@@ -117,9 +117,14 @@ async function readStream(door: StreamsDoor, w: Writer, who: Principal, name: st
     first = false;
     await w.events(page.events);
     remaining -= page.events.length;
-    if (page.isEndOfStream || page.events.length === 0) break;
-    const edge = (page.events[page.events.length - 1].link ?? page.events[page.events.length - 1].event)!.eventNumber;
-    from = backward ? edge - 1 : edge + 1;
+    if (page.isEndOfStream) break;
+    if (page.events.length === 0) {
+      // The whole range is hidden ($maxAge hides events one by one): the next range.
+      from = backward ? (from < 0 ? last : from) - n : from + n;
+    } else {
+      const edge = (page.events[page.events.length - 1].link ?? page.events[page.events.length - 1].event)!.eventNumber;
+      from = backward ? edge - 1 : edge + 1;
+    }
     if (backward && from < 0) break;
   }
   if (compatibility >= 1 && last >= 0) await w.message({ last_stream_position: String(last) });
