@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { isAdmin, isOps, type Principal } from '../auth/principal.js';
+import { isAdmin, isOps, type Principal } from '../auth/index.js';
 import type { AclOperation } from '../store/index.js';
 import { ApiError, type ApiErrorCode } from './errors.js';
 import { principalOf, type ApiContext } from './context.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ProjectionManager } from '../projections/manager.js';
-import type { Projection } from '../projections/projection.js';
-import type { ProjectionStatistics } from '../projections/statistics.js';
-import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
+import {
+  DEFAULT_CONFIG, parseReadEventsRequest, readEvents,
+  type Projection, type ProjectionConfig, type ProjectionManager, type ProjectionMode, type ProjectionStatistics,
+} from '../projections/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
@@ -11,7 +11,6 @@ import { principalOf, type ApiContext } from './context.js';
 import { requireAccess, requireAuthenticated, requireOpsForProjections } from './guards.js';
 import { sendJson } from './reply.js';
 import { formatted } from './schemas.js';
-import { parseReadEventsRequest, readEvents } from '../projections/read-events.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
 // Answers are JSON; errors are text with the reason, as the established servers answer them.

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ScavengeRequest } from '../scavenge/types.js';
+import type { ScavengeRequest } from '../scavenge/index.js';
 import type { ApiContext } from './context.js';
 import { ApiError } from './errors.js';
 import { requireOps } from './guards.js';

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { isAdmin } from '../auth/principal.js';
-import type { UserAccount } from '../auth/users.js';
+import { isAdmin, type UserAccount } from '../auth/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { lowerCaseMembers, parseJson } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';

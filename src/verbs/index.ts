@@ -1,5 +1,5 @@
 import type { Store } from '../store/index.js';
-import type { AccessControl } from '../auth/access.js';
+import type { AccessControl } from '../auth/index.js';
 import { StreamVerbs } from './streams.js';
 import { SubscriptionVerbs } from './subscription.js';
 
@@ -8,7 +8,7 @@ import { SubscriptionVerbs } from './subscription.js';
 export { StreamVerbs, type AppendOutcome, type Direction } from './streams.js';
 export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllStart } from './subscription.js';
 export { AccessDeniedError, InvalidFilterError } from './errors.js';
-export { makeFilter, matchesFilter, type EventFilter } from './filter.js';
+export { makeFilter, type EventFilter } from './filter.js';
 export { maxAppendBytes } from './limits.js';
 
 export interface Verbs {

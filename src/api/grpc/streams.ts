@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ExpectedVersion, StreamDeletedError, WrongExpectedVersionError, type ResolvedEvent } from '../../store/index.js';
-import type { Principal } from '../../auth/principal.js';
-import type { Verbs } from '../../verbs/index.js';
-import { makeFilter, type EventFilter } from '../../verbs/filter.js';
-import type { AllStart, StreamStart, SubscriptionItem } from '../../verbs/subscription.js';
-import type { AppendOutcome } from '../../verbs/streams.js';
+import type { Principal } from '../../auth/index.js';
+import {
+  makeFilter, type AllStart, type AppendOutcome, type EventFilter, type StreamStart, type SubscriptionItem, type Verbs,
+} from '../../verbs/index.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
 import { deleteWrongExpectedVersion, fail, grpcStatusOf, invalidArgument, maximumAppendSizeExceeded } from './errors.js';
 import { encodeReadEvents, type UuidForm } from './read-codec.js';
