@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { nowMicros } from '../store/clock.js';
-import { ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, visibilityOf, type Store } from '../store/index.js';
+import {
+  ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, OutOfSpaceError, proposedEvent, visibilityOf, type Store,
+} from '../store/index.js';
 import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.
@@ -56,7 +58,8 @@ export class ParkedMessages {
           await new Promise((r) => setTimeout(r, 50 * attempt));
         }
       }
-      this.log.error({ stream: this.streamId, err: (lastError as Error)?.message }, 'could not park a message; it will be retried');
+      // A full disk is logged once for all writes (the node's out-of-space episode), not per message.
+      if (!(lastError instanceof OutOfSpaceError)) this.log.error({ stream: this.streamId, err: (lastError as Error)?.message }, 'could not park a message; it will be retried');
       this.callbacks.onParkFailed(m);
     })().finally(() => {
       this.writesInFlight--;
