@@ -8,6 +8,7 @@ import { AccessControl } from './auth/access.js';
 import { buildApp, markDraining, routesOf, type Route } from './api/app.js';
 import { createGrpcDoor, createListener, type GrpcServer } from './api/grpc/index.js';
 import type { Listener } from './api/listener.js';
+import { SendQueue } from './api/send-queue.js';
 import { createVerbs } from './verbs/index.js';
 import type { NodeControl, ReloadOutcome } from './api/context.js';
 import { childLogger, createLogger, setLogLevel } from './logger.js';
@@ -135,7 +136,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       enabled: setting.enabled ?? autoScavenge.enabled, disabledReason, clock: setting.clock,
       ticker: setting.ticker, roundIntervalMs: setting.roundIntervalMs,
     }, childLogger(log, 'auto-scavenge'));
-  const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
+  const sends = new SendQueue(config.httpSendBufferSize, config.httpSendTimeout * 1000, childLogger(log, 'http'));
+  const stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date(), sends });
   let app: FastifyInstance | undefined;
   let grpc: GrpcServer | undefined;
   let listener: Listener | undefined;
@@ -240,7 +242,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const access = new AccessControl(store, config.allowAnonymousStreamAccess);
     const verbs = createVerbs(store, access);
     const tls = certificates ? { cert: certificates.cert, key: certificates.key, ...(certificates.ca.length ? { ca: certificates.ca } : {}) } : undefined;
-    app = buildApp({ store, users, access, verbs, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator },
+    app = buildApp({ store, users, access, verbs, config, log: childLogger(log, 'http'), node, projections, subscriptions, scavenger, backups, autoScavenge: coordinator, sends },
       { cluster: cluster?.routing() });
     grpc = createGrpcDoor({ verbs, users, config, log: childLogger(log, 'grpc'), cluster: cluster?.routing() });
     await app.ready();

@@ -5,6 +5,7 @@ import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Server } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Store } from '../store/index.js';
+import type { SendQueue } from '../api/send-queue.js';
 
 // Real measurements for GET /stats: process (memory, CPU, threads, GC, disk I/O, TCP), system
 // (CPU, memory, the data drive) and the node's own queues, writer and read counters. Rates are
@@ -29,6 +30,8 @@ export interface StatsSources {
   store: Store;
   dataPath: string;
   startTime: Date;
+  /** What big feed pages hold for their clients. */
+  sends: SendQueue;
 }
 
 function systemTimes(): { idle: number; total: number } {
@@ -245,6 +248,8 @@ export class StatsCollector {
           recordsWritten: writer.recordsWritten,
         },
         readIndex: { ...store.readCounters, cachedTransInfo: 0, notCachedTransInfo: 0, hashCollisions: 0 },
+        // Feed pages written in parts: what they hold for clients that have not taken it yet (send-queue.ts).
+        feedPages: this.sources.sends.figures(),
       },
     };
   }
