@@ -1,5 +1,7 @@
 import { fork } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { loadavg } from 'node:os';
 import { connect, type Socket } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -89,11 +91,17 @@ function call(url: string, path: string, options: { agent: Agent | false; method
   req.end(options.body);
 }
 
-interface Phase { ping: Latencies; freshPing: Latencies; append: Latencies }
+interface Phase {
+  ping: Latencies; freshPing: Latencies; append: Latencies;
+  /** The measuring client's own event-loop delay, p99 in ms: a late client shows as latency it did not measure of the node. */
+  clientDelayP99: number;
+}
 
 /** /ping over a keep-alive connection, /ping on a new connection each, and single-event appends, together. */
 async function measure(url: string, seconds: number): Promise<Phase> {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
   try {
     const [ping, freshPing, append] = await Promise.all([
       paced(PING_RATE, seconds, (_, done) => call(url, '/ping', { agent, status: 200 }, done)),
@@ -101,8 +109,9 @@ async function measure(url: string, seconds: number): Promise<Phase> {
       paced(APPEND_RATE, seconds, (n, done) => call(url, `/streams/bench-big-reads-lat-${n % 100}`,
         { agent, method: 'POST', body: appendBody(1, n), status: 201 }, done)),
     ]);
-    return { ping, freshPing, append };
+    return { ping, freshPing, append, clientDelayP99: delay.percentile(99) / 1e6 };
   } finally {
+    delay.disable();
     agent.destroy();
   }
 }
@@ -194,10 +203,13 @@ function startReaders(mode: 'fast' | 'slow', url: string, paths: string[]): Read
 
 const ms = (n: number) => (Number.isNaN(n) ? '-' : n.toFixed(1));
 const show = (l: Latencies) => `p50 ${ms(l.p50)} ms, p99 ${ms(l.p99)} ms, max ${ms(l.max)} ms${l.failed ? `, ${l.failed} failed` : ''}`;
+const client = (p: Phase) => `the client's own event-loop delay p99 ${ms(p.clientDelayP99)} ms, load average ${loadavg()[0].toFixed(1)}`;
 
-async function stats(server: Server): Promise<{ bufferedBytes: number; pages: number; closedNotReading: number }> {
+interface FeedPages { bufferedBytes: number; pages: number; waiting: number }
+
+async function stats(server: Server): Promise<FeedPages> {
   const res = await fetch(`${server.url}/stats`, { headers: { Authorization: AUTHORIZATION } });
-  return ((await res.json()) as { svc: { feedPages: { bufferedBytes: number; pages: number; closedNotReading: number } } }).svc.feedPages;
+  return ((await res.json()) as { svc: { feedPages: FeedPages } }).svc.feedPages;
 }
 
 async function main(): Promise<void> {
@@ -213,7 +225,7 @@ async function main(): Promise<void> {
       if (paths.length === 0) throw new Error('no full page to read');
       await measure(server.url, 2); // warm-up: JIT, connections, the latency streams' first appends
       const quiet = await measure(server.url, seconds);
-      log(`  quiet: ping ${show(quiet.ping)}; new-connection ping ${show(quiet.freshPing)}; append ${show(quiet.append)}`);
+      log(`  quiet: ping ${show(quiet.ping)}; new-connection ping ${show(quiet.freshPing)}; append ${show(quiet.append)}; ${client(quiet)}`);
 
       const fastReading = startReaders('fast', server.url, paths);
       await sleep(2000);
@@ -222,7 +234,7 @@ async function main(): Promise<void> {
       const read = await fastReading.stop();
       const mbps = (read.bytes ?? 0) / 1e6 / ((performance.now() - fastStart + 2000) / 1000);
       log(`  ${READERS} reading: ping ${show(fast.ping)}; new-connection ping ${show(fast.freshPing)}; append ${show(fast.append)}; `
-        + `${read.pages} pages read, ${mbps.toFixed(0)} MB/s`);
+        + `${read.pages} pages read, ${mbps.toFixed(0)} MB/s; ${client(fast)}`);
       await sleep(2000);
 
       const rssStart = rssMb(server.pid);
@@ -238,10 +250,10 @@ async function main(): Promise<void> {
       await sleep(RSS_AFTER_MS);
       const rssAfter = rssMb(server.pid);
       log(`  ${READERS} not reading: ping ${show(slow.ping)}; new-connection ping ${show(slow.freshPing)}; append ${show(slow.append)}; `
-        + `node holds ${(held.bufferedBytes / 1024).toFixed(0)} KiB for ${held.pages} pages (/stats svc.feedPages)`);
+        + `node holds ${(held.bufferedBytes / 1024).toFixed(0)} KiB for ${held.pages} pages, ${held.waiting} waiting their turn (/stats svc.feedPages); ${client(slow)}`);
       log(`  RSS: ${rssStart.toFixed(0)} MB before the slow readers, peak ${rssPeak.toFixed(0)} MB, ${rssAfter.toFixed(0)} MB ${RSS_AFTER_MS / 1000} s after they hung up`);
       const quietAgain = await measure(server.url, seconds);
-      log(`  quiet again: ping ${show(quietAgain.ping)}; new-connection ping ${show(quietAgain.freshPing)}; append ${show(quietAgain.append)}`);
+      log(`  quiet again: ping ${show(quietAgain.ping)}; new-connection ping ${show(quietAgain.freshPing)}; append ${show(quietAgain.append)}; ${client(quietAgain)}`);
 
       // Against the better of the two quiet phases: on a shared machine the figures drift.
       const baseline = Math.min(quiet.append.p99, quietAgain.append.p99);
