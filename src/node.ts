@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
 import { SCAVENGE_STATE_DIR, Store, type SpaceEvent } from './store/index.js';
 import { AccessControl, UserStore } from './auth/index.js';
-import { openDoors, type Doors, type NodeControl, type ReloadOutcome, type Route } from './api/index.js';
+import { openDoors, SendQueue, type Doors, type NodeControl, type ReloadOutcome, type Route } from './api/index.js';
 import { createVerbs } from './verbs/index.js';
 import { childLogger, createLogger } from './logger.js';
 import { StatsCollector } from './stats/index.js';
@@ -113,13 +113,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     void close().then(() => options.onRestart?.(reason));
   };
 
+  // What big feed pages hold for their clients, all together (send-queue.ts).
+  const sends = new SendQueue(config.httpSendBufferSize, config.httpSendTimeout * 1000, childLogger(log, 'http'));
   await services.start([
     { name: 'store', start: async () => {
       store = await openStore(config, log);
       return () => store.close();
     } },
     { name: 'stats', start: () => {
-      stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
+      stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date(), sends });
       return () => stats.stop();
     } },
     // Takes hold of the store's writer at once: nothing is written here until this node leads.
@@ -175,7 +177,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       doors = await openDoors({
         api: {
           store, users, access, verbs: createVerbs(store, access), config, log: childLogger(log, 'http'), node: control,
-          projections, subscriptions, scavenger, backups, autoScavenge: coordinator,
+          projections, subscriptions, scavenger, backups, autoScavenge: coordinator, sends,
         },
         grpcLog: childLogger(log, 'grpc'), cluster: cluster?.routing(), tls: certificates && secureContextOf(certificates),
         watch: (server) => stats.watch(server),

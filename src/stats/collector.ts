@@ -28,10 +28,26 @@ interface Sample {
   exceptions: number;
 }
 
+/** What big feed pages sent in parts hold for their clients (svc.feedPages). */
+export interface FeedPageFigures {
+  /** Pages being written in parts. */
+  pages: number;
+  /** Bytes those pages made that their clients have not taken (the node's share; the kernel's socket buffers are not counted). */
+  bufferedBytes: number;
+  limitBytes: number;
+  /** Pages whose next part waits for its turn or for the budget. */
+  waiting: number;
+  /** Connections closed because their client left a part untaken for the timeout. */
+  closedNotReading: number;
+}
+
 export interface StatsSources {
   store: Store;
   dataPath: string;
   startTime: Date;
+  /** What big feed pages hold for their clients. */
+  /** The HTTP door's feed pages sent in parts (api/send-queue.ts). */
+  sends: { figures(): FeedPageFigures };
 }
 
 function systemTimes(): { idle: number; total: number } {
@@ -253,6 +269,8 @@ export class StatsCollector {
           outOfSpaceEpisodes: store.space.episodes,
         },
         readIndex: { ...store.readCounters, cachedTransInfo: 0, notCachedTransInfo: 0, hashCollisions: 0 },
+        // Feed pages written in parts: what they hold for clients that have not taken it yet (send-queue.ts).
+        feedPages: this.sources.sends.figures(),
       },
     };
   }

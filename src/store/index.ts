@@ -10,7 +10,7 @@ import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
-import { Reader } from './reader.js';
+import { Reader, type RecordPlace } from './reader.js';
 import { Writer } from './writer.js';
 import type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
 import type { ProposedEvent } from './proposed-event.js';
@@ -48,7 +48,7 @@ export type { ShippedBatch } from './replicated-writes.js';
 export type { Removal } from './removals.js';
 export { chunkName, encodeChunk, dropChunkEntry, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
-export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
+export type { ResolvedEvent, StreamPage, SingleEvent, AllPage, RecordPlace } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
 export { LINK_EVENT_TYPE, STORED, storedFormOf, type StoredRecord } from './record.js';
 export type { Commit } from './bus.js';
@@ -370,6 +370,11 @@ export class Store {
 
   readAllBackward(position: number, count: number) {
     return this.reader.readAllBackward(position, count);
+  }
+
+  /** The records at these places as they are now (undefined: removed by a scavenge since); see Reader.recordsAt. */
+  recordsAt(places: readonly RecordPlace[]) {
+    return this.reader.recordsAt(places);
   }
 
   /** Whether a stream read would show this record (its stream's $tb, $maxCount, $maxAge, deletion). */

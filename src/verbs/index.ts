@@ -5,7 +5,7 @@ import { SubscriptionVerbs } from './subscription.js';
 
 // The verbs: what a client can do, once, for every door (src/api: HTTP/1.1 and gRPC).
 
-export { StreamVerbs, type AppendOutcome, type Direction } from './streams.js';
+export { StreamVerbs, type AllRead, type AppendOutcome, type Direction } from './streams.js';
 export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllStart } from './subscription.js';
 export { AccessDeniedError, InvalidFilterError } from './errors.js';
 export { makeFilter, type EventFilter } from './filter.js';
