@@ -13,7 +13,7 @@ import type { BackupAlreadyRunningError, BackupTargetError, BackupTargetProblem,
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';
-import type { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
+import type { AccessDeniedError, InvalidFilterError, NotAuthorizedError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -124,7 +124,7 @@ export function badRequest(message: string): ApiError {
 /** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
 export type KnownDomainError =
   | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
-  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
+  | WriteTimeoutError | AccessDeniedError | NotAuthorizedError | InvalidFilterError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
   | ScavengeAlreadyRunningError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
   | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
@@ -148,6 +148,8 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   REPLICATION_LOST: (e) => new ApiError('NOT_READY', `${e.message}; the write may or may not have been written.`),
   WRITE_TIMEOUT: () => new ApiError('WRITE_TIMEOUT'),
   ACCESS_DENIED: () => new ApiError('ACCESS_DENIED'),
+  // A route for authenticated users challenges for credentials; one that takes a role refuses without.
+  NOT_AUTHORIZED: (e) => new ApiError(e.needs === 'authenticated' ? 'ACCESS_DENIED' : 'UNAUTHORIZED'),
   INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
   PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
   PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
@@ -157,6 +159,10 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   SUBSCRIPTION_EXISTS: (e) => new ApiError('SUBSCRIPTION_EXISTS', e.message),
   SUBSCRIPTION_LIMIT: (e) => new ApiError('SUBSCRIPTION_REFUSED', e.message),
   SUBSCRIPTION_SETTINGS: (e) => new ApiError('BAD_REQUEST', e.message),
+  // Met by push consumers (gRPC) only: an HTTP pull takes no slot and holds no connection.
+  SUBSCRIPTION_FULL: (e) => new ApiError('CONFLICT', e.message),
+  SUBSCRIPTION_DROPPED: (e) => new ApiError('SERVICE_UNAVAILABLE', e.message),
+  SUBSCRIPTIONS_NOT_READY: (e) => new ApiError('NOT_READY', e.message),
   SCAVENGE_ALREADY_RUNNING: () => new ApiError('SCAVENGE_ALREADY_RUNNING'),
   BACKUP_RUNNING: () => new ApiError('BACKUP_RUNNING'),
   SCAVENGE_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),
