@@ -69,16 +69,17 @@ export class Checkpoints {
     this.unhandled.set(m.seq, m);
   }
 
-  /** Records the source left out (a `$all` filter), the last of them at `position`. */
+  /** Records the source left out (a `$all` filter), the last of them at `position`: they may move the checkpoint by count. */
   skipped(count: number, position: number): void {
     this.nextSeq += count;
     this.lastReadSeq = this.nextSeq - 1;
     this.lastReadPosition = position;
+    this.consider(false);
   }
 
+  /** Handled: it no longer holds the checkpoint back (the caller considers a checkpoint once for all it handled). */
   handled(m: Message): void {
     if (m.seq >= 0) this.unhandled.delete(m.seq);
-    this.consider(false);
   }
 
   get unhandledCount(): number {

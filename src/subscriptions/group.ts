@@ -9,6 +9,7 @@ import { Consumer, type ConnectionInfo, type ConsumerOptions, type DropReason } 
 import { SKIP, strategyOf, type ConsumerStrategy } from './strategies.js';
 import type { GroupSource } from './source.js';
 import { SubscriptionError } from './errors.js';
+import { GroupBuffers, type OfferOutcome } from './buffers.js';
 
 // One persistent subscription group: the competing-consumer state machine of the established
 // servers. Messages flow  source → read buffer (or retry list, or replayed from the parked
@@ -65,12 +66,8 @@ export interface GroupInfo {
 export class PersistentGroup {
   readonly checkpoints: Checkpoints;
   readonly parked: ParkedMessages;
-  /** Messages to hand out again (nacked, timed out), in source order; they go before everything else. */
-  private retry: Message[] = [];
-  /** Replayed parked messages read from the parked stream, in parked order; they go before new events. */
-  private replayed: Message[] = [];
-  private read: Message[] = [];
-  private readHead = 0;
+  /** What waits to be handed out: retries, replayed parked messages, new events. */
+  private readonly buffers: GroupBuffers;
   private readonly outstanding = new Map<string, Message>();
   private readonly consumers = new Set<Consumer>();
   private readonly strategy: ConsumerStrategy;
@@ -93,9 +90,13 @@ export class PersistentGroup {
     this.checkpoints = new Checkpoints(store, checkpointStreamOf(source.name, name), source, settings, log);
     this.strategy = strategyOf(settings.namedConsumerStrategy);
     this.parked = new ParkedMessages(store, parkedStreamOf(source.name, name), log, settings.readBatchSize, source.positionOf, {
-      onParked: (m) => this.handled(m),
-      onParkFailed: (m) => this.insertRetry(m),
+      onParked: (m) => {
+        this.handled(m);
+        this.checkpoints.consider(false);
+      },
+      onParkFailed: (m) => this.retryLater(m),
     });
+    this.buffers = new GroupBuffers(settings.bufferSize, (room) => this.parked.nextReplayed(room));
   }
 
   /** The stream name, or `$all`. */
@@ -129,14 +130,19 @@ export class PersistentGroup {
     this.checkpoints.resumeAfter(position);
   }
 
-  /** Stops the group: its consumers are let go (`reason`); with `checkpoint`, first writes what is handled. */
+  /**
+   * Stops the group: its consumers are let go (`reason`), their messages with the group (a group
+   * that replaces it redelivers from the checkpoint); with `checkpoint`, first writes what is handled.
+   */
   async stop(checkpoint: boolean, reason: DropReason = 'dropped'): Promise<void> {
+    const wasStopped = this.stopped;
+    this.stopped = true;
     for (const c of [...this.consumers]) {
-      this.disconnect(c);
+      this.consumers.delete(c);
+      this.strategy.remove(c);
       c.options.dropped(reason);
     }
-    await this.checkpoints.stop(checkpoint && !this.stopped);
-    this.stopped = true;
+    await this.checkpoints.stop(checkpoint && !wasStopped);
     await this.parked.idle();
   }
 
@@ -167,26 +173,16 @@ export class PersistentGroup {
     });
   }
 
-  private get bufferedCount(): number {
-    return this.retry.length + this.replayed.length + this.read.length - this.readHead;
-  }
-
-  /** Reads the next page of a parked replay in progress while the retry and replay lists have room. */
-  private loadReplayed(): void {
-    const room = this.settings.bufferSize - this.retry.length - this.replayed.length;
-    for (const m of this.parked.nextReplayed(room)) this.replayed.push(m);
-  }
-
   /** Pages replayed parked messages, then the source, into the buffers while there is room (reads are synchronous). */
   fill(): void {
     if (this.stopped) return;
-    this.loadReplayed();
+    this.buffers.loadReplayed();
     const batch = Math.min(this.settings.readBatchSize, MAX_READ_BATCH);
     const live = this.caughtUp || this.caughtUpBeforeAppend;
     this.caughtUpBeforeAppend = false;
-    while (this.settings.bufferSize - this.bufferedCount > batch) {
+    while (this.buffers.free > batch) {
       // Whole pages that fit, in one read: each store read has a fixed cost, and reads are synchronous.
-      const free = this.settings.bufferSize - this.bufferedCount;
+      const free = this.buffers.free;
       const count = free - (free % batch);
       const page = this.source.read(this.next, count, this.settings.resolveLinkTos);
       if (page.lastKnown !== undefined && page.lastKnown > this.lastKnown) this.lastKnown = page.lastKnown;
@@ -198,7 +194,7 @@ export class PersistentGroup {
         }
         const m = newMessage(entry.event, entry.position, live);
         this.checkpoints.read(m);
-        this.read.push(m);
+        this.buffers.addRead(m);
         taken++;
       }
       this.next = Math.max(this.next, page.next);
@@ -227,7 +223,7 @@ export class PersistentGroup {
     const out: Message[] = [];
     const wanted = Math.min(count, MAX_LEASED_MESSAGES - this.outstanding.size);
     while (out.length < wanted) {
-      const m = this.retry.shift() ?? this.nextReplayed() ?? this.nextRead();
+      const m = this.buffers.take();
       if (!m) break;
       this.lease(m, now, undefined);
       out.push(m);
@@ -260,25 +256,6 @@ export class PersistentGroup {
   private countHandedOut(n: number): void {
     this.totalItems += n;
     this.countSinceMeasurement += n;
-  }
-
-  private nextReplayed(): Message | undefined {
-    if (this.replayed.length === 0) this.loadReplayed();
-    return this.replayed.shift();
-  }
-
-  private nextRead(): Message | undefined {
-    if (this.readHead >= this.read.length) return undefined;
-    const m = this.read[this.readHead++];
-    this.compactRead();
-    return m;
-  }
-
-  private compactRead(): void {
-    if (this.readHead > 1024 && this.readHead * 2 > this.read.length) {
-      this.read = this.read.slice(this.readHead);
-      this.readHead = 0;
-    }
   }
 
   // ---- push consumers ----------------------------------------------------------------------
@@ -317,7 +294,7 @@ export class PersistentGroup {
       for (;;) {
         const batches = new Map<Consumer, Message[]>();
         let room = MAX_LEASED_MESSAGES - this.outstanding.size;
-        const offer = (m: Message): 'sent' | 'kept' | 'full' => {
+        const offer = (m: Message): OfferOutcome => {
           if (room <= 0) return 'full';
           const c = this.strategy.pick(m);
           if (c === undefined) return 'full';
@@ -328,13 +305,7 @@ export class PersistentGroup {
           else batches.set(c, [m]);
           return 'sent';
         };
-        let full = false;
-        [this.retry, full] = offerEach(this.retry, offer);
-        if (!full) {
-          this.loadReplayed();
-          [this.replayed, full] = offerEach(this.replayed, offer);
-        }
-        if (!full) full = this.offerRead(offer);
+        const full = this.buffers.offer(offer);
         let sent = 0;
         for (const [c, messages] of batches) {
           sent += messages.length;
@@ -348,31 +319,11 @@ export class PersistentGroup {
         this.countHandedOut(sent);
         if (sent === 0 || full) return;
         this.fill();
-        if (this.bufferedCount === 0) return;
+        if (this.buffers.size === 0) return;
       }
     } finally {
       this.pushing = false;
     }
-  }
-
-  /** Offers the read buffer in order; messages the strategy keeps stay at its head. Whether it stopped for want of room. */
-  private offerRead(offer: (m: Message) => 'sent' | 'kept' | 'full'): boolean {
-    const kept: Message[] = [];
-    let i = this.readHead;
-    let full = false;
-    for (; i < this.read.length; i++) {
-      const outcome = offer(this.read[i]);
-      if (outcome === 'full') {
-        full = true;
-        break;
-      }
-      if (outcome === 'kept') kept.push(this.read[i]);
-    }
-    // The kept ones go back in the slots just before `i`, in order.
-    this.readHead = i - kept.length;
-    for (let k = 0; k < kept.length; k++) this.read[this.readHead + k] = kept[k];
-    this.compactRead();
-    return full;
   }
 
   // ---- settling ----------------------------------------------------------------------------
@@ -419,25 +370,11 @@ export class PersistentGroup {
       return;
     }
     m.retryCount++;
-    this.insertRetry(m);
+    this.retryLater(m);
   }
 
-  /** Retries go out before new events, in source order; a replayed parked message queues behind the replayed ones. */
-  private insertRetry(m: Message): void {
-    if (this.stopped) return;
-    if (m.parkedNumber >= 0) {
-      this.replayed.push(m);
-      return;
-    }
-    // Binary search: the first retry further on in the source (timeouts arrive mostly in order).
-    let lo = 0;
-    let hi = this.retry.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.retry[mid].position > m.position) hi = mid;
-      else lo = mid + 1;
-    }
-    this.retry.splice(lo, 0, m);
+  private retryLater(m: Message): void {
+    if (!this.stopped) this.buffers.retryLater(m);
   }
 
   /** The periodic tick: expire leases, checkpoint by time, measure rates, push what the expiries freed. */
@@ -478,8 +415,7 @@ export class PersistentGroup {
   }
 
   get statistics() {
-    let live = 0;
-    for (let i = this.readHead; i < this.read.length; i++) if (this.read[i].live) live++;
+    const buffered = this.buffers.counts();
     return {
       totalItems: this.totalItems,
       countSinceLastMeasurement: this.countSinceMeasurement,
@@ -487,9 +423,9 @@ export class PersistentGroup {
       lastCheckpointed: this.checkpoints.lastWritten,
       lastKnown: this.lastKnown,
       lastProcessed: this.lastHandedOut,
-      readBufferCount: this.read.length - this.readHead,
-      liveBufferCount: live,
-      retryBufferCount: this.retry.length + this.replayed.length,
+      readBufferCount: buffered.read,
+      liveBufferCount: buffered.live,
+      retryBufferCount: buffered.retry + buffered.replayed,
       outstandingMessagesCount: this.outstanding.size,
       parkedMessageCount: this.parked.count(),
       oldestParkedMessage: this.parked.oldestAgeSeconds(),
@@ -519,27 +455,14 @@ export class PersistentGroup {
 
   /** How many messages each in-memory structure holds (the bounds are in limits.ts). */
   get heldMessages() {
+    const buffered = this.buffers.counts();
     return {
-      readBuffer: this.read.length - this.readHead,
-      retry: this.retry.length,
-      replayed: this.replayed.length,
+      readBuffer: buffered.read,
+      retry: buffered.retry,
+      replayed: buffered.replayed,
       leased: this.outstanding.size,
       unhandled: this.checkpoints.unhandledCount,
       replayPending: this.parked.pendingReplayCount,
     };
   }
-}
-
-/** Offers `list` in order until one answers 'full': what was sent leaves it. The list left, and whether it stopped full. */
-function offerEach(list: Message[], offer: (m: Message) => 'sent' | 'kept' | 'full'): [Message[], boolean] {
-  const left: Message[] = [];
-  for (let i = 0; i < list.length; i++) {
-    const outcome = offer(list[i]);
-    if (outcome === 'full') {
-      for (let j = i; j < list.length; j++) left.push(list[j]);
-      return [left, true];
-    }
-    if (outcome === 'kept') left.push(list[i]);
-  }
-  return [left, false];
 }
