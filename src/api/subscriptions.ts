@@ -158,16 +158,18 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
 
   /** PUT creates, POST updates: the same settings body, answer and Location. */
   const definition = { schema: SCHEMAS.definition };
+  /** The settings body, once the caller may: every answer from there on names the group (Location), refusals too. */
+  const definitionOf = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => (): GroupSettings => {
+    reply.header('Location', groupUrl(baseUrl(req), req.params.stream, req.params.group));
+    return settingsOf(req);
+  };
   app.put<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) => {
-    const { stream, group } = req.params;
-    await groups.create(principalOf(req), stream, group, () => ({ settings: settingsOf(req) }));
-    reply.header('Location', groupUrl(baseUrl(req), stream, group));
+    const settings = definitionOf(req, reply);
+    await groups.create(principalOf(req), req.params.stream, req.params.group, () => ({ settings: settings() }));
     return succeeded(reply);
   });
   app.post<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) => {
-    const { stream, group } = req.params;
-    await groups.update(principalOf(req), stream, group, () => settingsOf(req));
-    reply.header('Location', groupUrl(baseUrl(req), stream, group));
+    await groups.update(principalOf(req), req.params.stream, req.params.group, definitionOf(req, reply));
     return succeeded(reply);
   });
 

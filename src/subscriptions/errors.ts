@@ -19,7 +19,11 @@ export type SubscriptionRefusal =
   | 'SUBSCRIPTIONS_NOT_READY';
 
 export class SubscriptionError extends DomainError {
-  constructor(readonly code: SubscriptionRefusal, message: string, readonly stream = '', readonly group = '') {
+  /**
+   * `lookUp`: the request looked the group up (to read, consume or replay it) rather than change
+   * the definitions; the established servers' HTTP API answers a missing one with a bare 404.
+   */
+  constructor(readonly code: SubscriptionRefusal, message: string, readonly stream = '', readonly group = '', readonly lookUp = false) {
     super(message);
   }
 }

@@ -207,11 +207,11 @@ export class SubscriptionService {
     return this.groups.get(keyOf(stream, name));
   }
 
-  /** The group a request names; one that does not exist is refused. */
-  existing(stream: string, name: string): PersistentGroup {
+  /** The group a request names (`lookUp`: to read or consume it, not to change it); one that does not exist is refused. */
+  existing(stream: string, name: string, lookUp = false): PersistentGroup {
     this.requireRunning();
     const group = this.find(stream, name);
-    if (!group) throw new SubscriptionError('SUBSCRIPTION_NOT_FOUND', `Group '${name}' does not exist.`, stream, name);
+    if (!group) throw new SubscriptionError('SUBSCRIPTION_NOT_FOUND', `Group '${name}' does not exist.`, stream, name, lookUp);
     return group;
   }
 

@@ -65,7 +65,7 @@ export class PersistentVerbs {
     if (stopAt !== undefined && (!Number.isSafeInteger(stopAt) || stopAt < 0)) {
       throw new SettingsError('Cannot stop replaying parked message at a negative version.', source, group);
     }
-    this.service.existing(source, group).replayParked(stopAt);
+    this.service.existing(source, group, true).replayParked(stopAt);
   }
 
   /** Stops every group, dropping their consumers, and loads them again. */
@@ -76,7 +76,7 @@ export class PersistentVerbs {
 
   info(who: Principal, source: string, group: string): GroupInfo {
     requireAuthenticated(who, 'Persistent subscription statistics');
-    return this.service.existing(source, group).info();
+    return this.service.existing(source, group, true).info();
   }
 
   /** Every group (`source` undefined), or the groups of one source, of which there must be one at least. */
@@ -84,7 +84,7 @@ export class PersistentVerbs {
     requireAuthenticated(who, 'Persistent subscription statistics');
     const groups = source === undefined ? this.service.list() : this.service.listStream(source);
     if (source !== undefined && groups.length === 0) {
-      throw new SubscriptionError('SUBSCRIPTION_NOT_FOUND', `No persistent subscription groups on '${source}'.`, source, '');
+      throw new SubscriptionError('SUBSCRIPTION_NOT_FOUND', `No persistent subscription groups on '${source}'.`, source, '', true);
     }
     return groups.map((g) => g.info());
   }
@@ -119,7 +119,7 @@ export class PersistentVerbs {
 
   /** The group, if `who` may read its source. */
   private consumable(who: Principal, source: string, group: string): PersistentGroup {
-    const g = this.service.existing(source, group);
+    const g = this.service.existing(source, group, true);
     this.streams.authorize(who, 'r', g.stream);
     return g;
   }
