@@ -114,7 +114,8 @@ export function readHandler(door: PersistentDoor) {
     let drop: (err: unknown) => void = () => undefined;
     const ended = new Promise<never>((_, reject) => {
       drop = reject;
-      call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true });
+      if (call.signal.aborted) reject(call.signal.reason);
+      else call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true });
     });
     ended.catch(() => undefined);
     const consumer = door.verbs.persistent.connect(who, source, group, {
