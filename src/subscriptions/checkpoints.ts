@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { jsonEvent, type Store } from '../store/index.js';
+import { jsonEvent, OutOfSpaceError, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import type { GroupSource } from './source.js';
 import type { Message } from './message.js';
@@ -134,7 +134,8 @@ export class Checkpoints {
       }
       this.lastWriteAt = Date.now();
     } catch (err) {
-      this.log.warn({ stream: this.streamId, err: (err as Error).message }, 'checkpoint write failed; the next one retries');
+      // A full disk is logged once for all writes (the node's out-of-space episode), not per checkpoint.
+      if (!(err instanceof OutOfSpaceError)) this.log.warn({ stream: this.streamId, err: (err as Error).message }, 'checkpoint write failed; the next one retries');
     } finally {
       this.writing = false;
     }
