@@ -12,8 +12,13 @@ import { NODE_MAIN, startServer } from './processes.js';
 // alive connections from this process, no decoding beyond what each protocol needs): appends of
 // 1 and 100 events per call, reads of 20 events (gRPC and HTTP in alternating rounds, the better
 // of each), and a catch-up subscription over EVENTS events
-// (gRPC: one $all subscription until caught_up; HTTP: $all pages of 4,096 followed forward).
-// Targets (issue 29): gRPC at least the HTTP figure for appends and reads, catch-up >= 300,000/s.
+// (gRPC: one $all subscription until caught_up; HTTP: $all pages of 4,096 followed forward),
+// and persistent subscription delivery: PS_EVENTS messages of one stream through a group each
+// door, PS_CONSUMERS consumers at once (HTTP: pullers of PS_BATCH messages per request, acking
+// each pull in one request by its ackAll link; gRPC: Read calls on one connection, as a Node
+// client has them, with buffer size PS_BATCH, acking what each chunk brings in one Ack).
+// Targets (issue 29): gRPC at least the HTTP figure for appends and reads, catch-up >= 300,000/s;
+// (issue 32) persistent subscription delivery at least the HTTP figure and >= 50,000 messages/s.
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
@@ -21,8 +26,13 @@ const EVENTS = Number(process.env.BENCH_GRPC_EVENTS ?? 1_000_000);
 const CONCURRENCY = 32;
 const ROUNDS = 2;
 const CATCH_UP_TARGET = 300_000;
-/** BENCH_GRPC_ONLY=append,read,catchup[,grpc-only] narrows the run (append1: the 1-event appends alone); BENCH_CPU_PROF=dir profiles the node. */
-const ONLY = (process.env.BENCH_GRPC_ONLY ?? 'append,read,catchup').split(',');
+const PS_EVENTS = Number(process.env.BENCH_GRPC_PS_EVENTS ?? 200_000);
+const PS_CONSUMERS = 8;
+const PS_BATCH = 50;
+const PS_TARGET = 50_000;
+/** BENCH_GRPC_ONLY=append,read,catchup,persistent[,grpc-only] narrows the run (append1: the 1-event appends alone); BENCH_CPU_PROF=dir profiles the node. */
+const ONLY = (process.env.BENCH_GRPC_ONLY ?? 'append,read,catchup,persistent').split(',');
+const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscriptions';
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const STREAMS = 'event_store.client.streams.Streams';
 const AUTH = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
@@ -31,6 +41,7 @@ const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 const append = methodOf(STREAMS, 'Append');
 const read = methodOf(STREAMS, 'Read');
+const psRead = methodOf(PERSISTENT, 'Read');
 
 function frame(body: Buffer): Buffer {
   const out = Buffer.alloc(5 + body.length);
@@ -177,6 +188,84 @@ function frameCounter(onCaughtUp: () => void) {
   };
 }
 
+/**
+ * The ids of the events in a persistent subscription's ReadResp frames, read straight off the
+ * bytes (the node writes ReadResp { event = 1 { event = 1 { id = 1 { string = 2 } } } } in that
+ * order, ids as 36 characters): a consumer that decoded whole messages would measure itself.
+ * `pending` carries a frame split across chunks.
+ */
+function eventIds(chunk: Buffer, state: { pending: Buffer }): string[] {
+  let buf = state.pending.length > 0 ? Buffer.concat([state.pending, chunk]) : chunk;
+  const ids: string[] = [];
+  let at = 0;
+  while (buf.length - at >= 5 && buf.length - at >= 5 + buf.readUInt32BE(at + 1)) {
+    const length = buf.readUInt32BE(at + 1);
+    const m = buf.subarray(at + 5, at + 5 + length);
+    at += 5 + length;
+    if (m[0] !== 0x0a) continue; // a confirmation (field 2), not an event
+    let i = 1;
+    for (let depth = 0; depth < 3; depth++) { // past ReadResp.event, ReadEvent.event, RecordedEvent.id: tag then length
+      while (m[i] & 0x80) i++;
+      i += 2;
+    }
+    ids.push(m.toString('latin1', i + 1, i + 37)); // UUID.string: tag 0x12, length 36
+  }
+  buf = buf.subarray(at);
+  state.pending = Buffer.from(buf);
+  return ids;
+}
+
+/** PS_CONSUMERS gRPC Read calls on `session` until `wanted` distinct messages are acked; messages/s. */
+async function grpcPersistent(session: ClientHttp2Session, stream: string, group: string, wanted: number): Promise<number> {
+  const seen = new Set<string>();
+  const options = frame(psRead.requestSerialize({
+    options: { stream_identifier: { stream_name: Buffer.from(stream) }, group_name: group, buffer_size: PS_BATCH, uuid_option: { string: {} } },
+  }));
+  const started = performance.now();
+  let finishedAt = 0;
+  const calls = Array.from({ length: PS_CONSUMERS }, () => session.request({
+    ':method': 'POST', ':path': `/${PERSISTENT}/Read`, 'content-type': 'application/grpc', te: 'trailers', authorization: AUTH,
+  }));
+  await Promise.all(calls.map((call) => new Promise<void>((resolve) => {
+    const state = { pending: Buffer.alloc(0) };
+    call.on('data', (chunk: Buffer) => {
+      const ids = eventIds(chunk, state);
+      if (ids.length === 0) return;
+      for (const id of ids) seen.add(id);
+      call.write(frame(psRead.requestSerialize({ ack: { ids: ids.map((id) => ({ string: id })) } })));
+      if (seen.size >= wanted && !finishedAt) {
+        finishedAt = performance.now();
+        for (const c of calls) c.close();
+      }
+    });
+    call.on('error', () => undefined);
+    call.on('close', () => resolve());
+    call.write(options);
+  })));
+  if (!finishedAt) throw new Error(`gRPC consumers got ${seen.size} of ${wanted} messages`);
+  return wanted / ((finishedAt - started) / 1000);
+}
+
+/** PS_CONSUMERS HTTP pullers (PS_BATCH a pull, acked by its ackAll link) until `wanted` distinct messages; messages/s. */
+async function httpPersistent(agent: Agent, url: string, stream: string, group: string, wanted: number): Promise<number> {
+  const seen = new Set<string>();
+  const title = /"title":"(\d+)@/g;
+  const ackAll = /"uri":"[^"]*?(\/subscriptions\/[^"]+)","relation":"ackAll"/;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: PS_CONSUMERS }, async () => {
+    while (seen.size < wanted) {
+      const res = await httpCall(agent, url, 'GET', `/subscriptions/${stream}/${group}/${PS_BATCH}`, undefined,
+        { Accept: 'application/vnd.eventstore.competingatom+json' });
+      if (res.status !== 200) throw new Error(`pull answered ${res.status}`);
+      for (const m of res.text.matchAll(title)) seen.add(m[1]);
+      const ack = ackAll.exec(res.text);
+      if (ack) await httpCall(agent, url, 'POST', ack[1]);
+      else await new Promise((r) => setTimeout(r, 2));
+    }
+  }));
+  return wanted / ((performance.now() - started) / 1000);
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? tmpdir(), 'svc-bench-grpc-'));
   const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'],
@@ -214,6 +303,24 @@ async function main(): Promise<void> {
       );
       rows.push({ what: '20-event reads', http: r.http, grpc: r.grpc, unit: 'reads/s' });
       log(`  read 20: HTTP ${int(r.http)} reads/s, gRPC ${int(r.grpc)} reads/s`);
+    }
+
+    // Persistent subscription delivery: the same stream through a group for each door.
+    if (ONLY.includes('persistent')) {
+      const stream = 'ps-orders';
+      log(`  seeding ${int(PS_EVENTS)} events for the persistent subscriptions ...`);
+      for (let i = 0; i < PS_EVENTS; i += 100) {
+        if ((await grpcCall(session, `/${STREAMS}/Append`, appendFrames(stream, Math.min(100, PS_EVENTS - i)))) !== 0) throw new Error('seed append failed');
+      }
+      const groupBody = Buffer.from(JSON.stringify({ startFrom: 0, messageTimeoutMilliseconds: 60_000, maxSubscriberCount: 0 }));
+      for (const group of ['via-http', 'via-grpc']) {
+        const res = await httpCall(agent, server.url, 'PUT', `/subscriptions/${stream}/${group}`, groupBody, { 'Content-Type': 'application/json' });
+        if (res.status !== 200) throw new Error(`creating group ${group} answered ${res.status}`);
+      }
+      const http = await httpPersistent(agent, server.url, stream, 'via-http', PS_EVENTS);
+      const grpc = await grpcPersistent(session, stream, 'via-grpc', PS_EVENTS);
+      rows.push({ what: `persistent subscription, ${PS_CONSUMERS} consumers, ${int(PS_EVENTS)} messages`, http, grpc, unit: 'messages/s' });
+      log(`  persistent: HTTP ${int(http)} messages/s, gRPC ${int(grpc)} messages/s`);
     }
 
     // Catch-up over EVENTS events in $all.
@@ -265,9 +372,10 @@ async function main(): Promise<void> {
   log('|---|---:|---:|---:|---|---|');
   for (const r of rows) {
     const catchUp = r.what.startsWith('catch-up');
-    const ok = catchUp ? r.grpc >= CATCH_UP_TARGET : r.grpc >= r.http;
-    log(`| ${r.what} | ${int(r.http)} ${r.unit} | ${int(r.grpc)} ${r.unit} | ${(r.grpc / r.http).toFixed(2)} | `
-      + `${catchUp ? `gRPC >= ${int(CATCH_UP_TARGET)}/s` : 'gRPC >= HTTP'} | ${ok ? 'PASS' : 'MISS'} |`);
+    const persistent = r.what.startsWith('persistent');
+    const ok = catchUp ? r.grpc >= CATCH_UP_TARGET : r.grpc >= r.http && (!persistent || r.grpc >= PS_TARGET);
+    const target = catchUp ? `gRPC >= ${int(CATCH_UP_TARGET)}/s` : persistent ? `gRPC >= HTTP and >= ${int(PS_TARGET)}/s` : 'gRPC >= HTTP';
+    log(`| ${r.what} | ${int(r.http)} ${r.unit} | ${int(r.grpc)} ${r.unit} | ${(r.grpc / r.http).toFixed(2)} | ${target} | ${ok ? 'PASS' : 'MISS'} |`);
   }
 }
 

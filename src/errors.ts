@@ -14,11 +14,13 @@ export type LogErrorCode =
   | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT' | 'OUT_OF_SPACE';
 
 /** The verbs' own refusals (src/verbs). */
-export type VerbErrorCode = 'ACCESS_DENIED' | 'INVALID_FILTER';
+export type VerbErrorCode = 'ACCESS_DENIED' | 'NOT_AUTHORIZED' | 'INVALID_FILTER';
 
 export type ProjectionErrorCode = 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'QUERY_SYNTAX';
 
-export type SubscriptionErrorCode = 'SUBSCRIPTION_NOT_FOUND' | 'SUBSCRIPTION_EXISTS' | 'SUBSCRIPTION_LIMIT' | 'SUBSCRIPTION_SETTINGS';
+export type SubscriptionErrorCode =
+  | 'SUBSCRIPTION_NOT_FOUND' | 'SUBSCRIPTION_EXISTS' | 'SUBSCRIPTION_LIMIT' | 'SUBSCRIPTION_SETTINGS' | 'SUBSCRIPTION_FULL'
+  | 'SUBSCRIPTION_DROPPED' | 'SUBSCRIPTIONS_NOT_READY';
 
 /** Scavenge and backup refuse each other (one runs at a time), and a backup stops with the node. */
 export type MaintenanceErrorCode =

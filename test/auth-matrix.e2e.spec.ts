@@ -370,6 +370,7 @@ const MATRIX: Record<string, Case[]> = {
   'POST /subscriptions/:stream/:group/ack': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/ack?ids=${messageId()},${messageId()}` })),
   'POST /subscriptions/:stream/:group/nack/:messageid': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/nack/${messageId()}?action=park` })),
   'POST /subscriptions/:stream/:group/nack': byGroupAcl(200, (base) => ({ method: 'POST', path: `${base}/nack?ids=${messageId()}&action=retry` })),
+  'POST /subscriptions/restart': one('the subsystem', opsOrAdmin(200), () => ({ method: 'POST', path: '/subscriptions/restart' })),
   'POST /subscriptions/:stream/:group/replayParked': one('a group', opsOrAdmin(200), () =>
     ({ method: 'POST', path: `/subscriptions/${groups.open.stream}/${groups.open.group}/replayParked` })),
 };

@@ -12,9 +12,8 @@ import {
   BackupStoppedError, InvalidWriteError, NotLeaderError, OutOfSpaceError, ReplicationLostError, ReplicationMismatchError, StoreClosedError, StreamDeletedError,
   WriteTimeoutError, WrongExpectedVersionError,
 } from '../src/store/index.js';
-import { SubscriptionError } from '../src/subscriptions/service.js';
-import { SettingsError } from '../src/subscriptions/settings.js';
-import { AccessDeniedError, InvalidFilterError } from '../src/verbs/index.js';
+import { SettingsError, SubscriptionError } from '../src/subscriptions/errors.js';
+import { AccessDeniedError, InvalidFilterError, NotAuthorizedError } from '../src/verbs/index.js';
 
 // The two doors' error tables (issue 30, errors one way): every domain error shares one base
 // and is answered by its code, over HTTP with the status, reason phrase, headers and body the
@@ -32,15 +31,19 @@ const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
   WRITE_TIMEOUT: new WriteTimeoutError('no quorum'),
   OUT_OF_SPACE: new OutOfSpaceError('While appending to file: /data/000004.log', 64 * 1024 * 1024),
   ACCESS_DENIED: new AccessDeniedError('s', 'r'),
+  NOT_AUTHORIZED: new NotAuthorizedError('ops', 'Creating a persistent subscription'),
   INVALID_FILTER: new InvalidFilterError('a bad filter'),
   PROJECTION_NOT_FOUND: new ProjectionError('PROJECTION_NOT_FOUND', 'Projection p not found'),
   PROJECTION_EXISTS: new ProjectionError('PROJECTION_EXISTS', 'Duplicate projection names : p'),
   PROJECTION_REFUSED: new ProjectionError('PROJECTION_REFUSED', 'Projection name is required'),
   QUERY_SYNTAX: new QuerySyntaxError('Unexpected token at line 1, column 2', 1, 2),
-  SUBSCRIPTION_NOT_FOUND: new SubscriptionError('SUBSCRIPTION_NOT_FOUND', "Group 'g' does not exist."),
-  SUBSCRIPTION_EXISTS: new SubscriptionError('SUBSCRIPTION_EXISTS', "Group 'g' already exists."),
-  SUBSCRIPTION_LIMIT: new SubscriptionError('SUBSCRIPTION_LIMIT', 'no more groups'),
-  SUBSCRIPTION_SETTINGS: new SettingsError('a bad setting'),
+  SUBSCRIPTION_NOT_FOUND: new SubscriptionError('SUBSCRIPTION_NOT_FOUND', "Group 'g' does not exist.", 's', 'g'),
+  SUBSCRIPTION_EXISTS: new SubscriptionError('SUBSCRIPTION_EXISTS', "Group 'g' already exists.", 's', 'g'),
+  SUBSCRIPTION_LIMIT: new SubscriptionError('SUBSCRIPTION_LIMIT', 'no more groups', 's', 'g'),
+  SUBSCRIPTION_SETTINGS: new SettingsError('a bad setting', 's', 'g'),
+  SUBSCRIPTION_FULL: new SubscriptionError('SUBSCRIPTION_FULL', 'The group has 2 consumers, its maxSubscriberCount.', 's', 'g'),
+  SUBSCRIPTION_DROPPED: new SubscriptionError('SUBSCRIPTION_DROPPED', 'The group g on s let its consumers go', 's', 'g'),
+  SUBSCRIPTIONS_NOT_READY: new SubscriptionError('SUBSCRIPTIONS_NOT_READY', 'Persistent Subscriptions cannot be restarted as it is in the wrong state.'),
   SCAVENGE_ALREADY_RUNNING: new ScavengeAlreadyRunningError('id1'),
   BACKUP_RUNNING: new BackupRunningError(),
   SCAVENGE_RUNNING: new ScavengeRunningError('id2'),
@@ -72,6 +75,7 @@ const HTTP: { [C in DomainErrorCode]: Seen } = {
   WRITE_TIMEOUT: [500, 'Write timeout', TEXT, 'No quorum of the cluster held the write in time; it may or may not have been written.'],
   OUT_OF_SPACE: [507, 'Insufficient Storage', TEXT, NO_SPACE],
   ACCESS_DENIED: [401, 'Unauthorized', null, '', { 'WWW-Authenticate': 'BasicCustom realm="SVC"' }],
+  NOT_AUTHORIZED: [401, 'Unauthorized', null, ''],
   INVALID_FILTER: [400, 'Bad Request', TEXT, 'a bad filter'],
   PROJECTION_NOT_FOUND: [404, 'Not Found', TEXT, 'Projection p not found'],
   PROJECTION_EXISTS: [409, 'Conflict', TEXT, 'Duplicate projection names : p'],
@@ -81,6 +85,9 @@ const HTTP: { [C in DomainErrorCode]: Seen } = {
   SUBSCRIPTION_EXISTS: [409, 'Conflict', JSON_TYPE, 'AlreadyExists:Group \'g\' already exists.'],
   SUBSCRIPTION_LIMIT: [400, 'Bad Request', JSON_TYPE, 'Fail:no more groups'],
   SUBSCRIPTION_SETTINGS: [400, 'Bad Request', TEXT, 'a bad setting'],
+  SUBSCRIPTION_FULL: [409, 'Conflict', TEXT, 'The group has 2 consumers, its maxSubscriberCount.'],
+  SUBSCRIPTION_DROPPED: [503, 'Service Unavailable', TEXT, 'The group g on s let its consumers go'],
+  SUBSCRIPTIONS_NOT_READY: [503, 'Server Is Not Ready', TEXT, 'Persistent Subscriptions cannot be restarted as it is in the wrong state.'],
   SCAVENGE_ALREADY_RUNNING: [400, 'Bad Request', TEXT, 'Scavenge is already running'],
   BACKUP_RUNNING: [400, 'Bad Request', TEXT, 'A backup is running'],
   SCAVENGE_RUNNING: [409, 'Conflict', TEXT, 'A scavenge is running (id2): stop it with DELETE /admin/scavenge/id2, back up, then start it again with POST /admin/scavenge (it resumes where it stopped).'],
@@ -140,6 +147,9 @@ describe('the HTTP table', () => {
 
 describe('the gRPC table', () => {
   const NOT_READY = { code: 14, message: 'Server Is Not Ready' };
+  /** A persistent-subscription refusal of group g on stream s: the group's names in the trailers. */
+  const ofGroup = (code: number, exception: string, message: string, more: Record<string, string> = {}) =>
+    ({ code, message, trailers: { exception, 'stream-name': 's', 'group-name': 'g', ...more } });
   const GRPC: Partial<Record<DomainErrorCode, unknown>> = {
     STREAM_DELETED: { code: 9, message: "Event stream 's' is deleted.", trailers: { exception: 'stream-deleted', 'stream-name': 's' } },
     INVALID_WRITE: { code: 3, message: 'a bad name' },
@@ -150,6 +160,21 @@ describe('the gRPC table', () => {
     OUT_OF_SPACE: { code: 8, message: NO_SPACE },
     ACCESS_DENIED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
     INVALID_FILTER: { code: 3, message: 'a bad filter' },
+    NOT_AUTHORIZED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
+    SUBSCRIPTION_NOT_FOUND: ofGroup(5, 'persistent-subscription-does-not-exist', 'Subscription group g on stream s does not exist.'),
+    SUBSCRIPTION_EXISTS: ofGroup(6, 'persistent-subscription-exists', 'Subscription group g on stream s exists.'),
+    SUBSCRIPTION_LIMIT: ofGroup(13, 'persistent-subscription-failed', "Subscription group g on stream s failed: 'no more groups'", { reason: 'no more groups' }),
+    SUBSCRIPTION_SETTINGS: ofGroup(13, 'persistent-subscription-failed', "Subscription group g on stream s failed: 'a bad setting'", { reason: 'a bad setting' }),
+    SUBSCRIPTION_FULL: ofGroup(9, 'maximum-subscribers-reached', 'Maximum subscriptions reached for subscription group g on stream s.'),
+    SUBSCRIPTION_DROPPED: ofGroup(1, 'persistent-subscription-dropped', 'Subscription group g on stream s was dropped.'),
+    // The restart in the wrong state, word for word (grpc.md §5.6): no group, so empty names.
+    SUBSCRIPTIONS_NOT_READY: {
+      code: 13, message: "Subscription group  on stream  failed: 'Persistent Subscriptions cannot be restarted as it is in the wrong state.'",
+      trailers: {
+        exception: 'persistent-subscription-failed', 'stream-name': '', 'group-name': '',
+        reason: 'Persistent Subscriptions cannot be restarted as it is in the wrong state.',
+      },
+    },
   };
 
   it.each(Object.entries(GRPC))('answers %s as the established server does', (code, status) => {

@@ -46,7 +46,9 @@ describe('one port, two protocols', () => {
     const answer = responses[0] as { event_store_server_version: string; methods: { method_name: string; service_name: string; features?: string[] }[] };
     expect(answer.event_store_server_version).toBe('24.10.0');
     const methods = answer.methods.map((m) => `${m.service_name}/${m.method_name}${m.features ? `:${m.features.join(',')}` : ''}`).sort();
+    const ps = 'event_store.client.persistent_subscriptions.persistentsubscriptions';
     expect(methods).toEqual([
+      ...['create', 'delete', 'getinfo', 'list', 'read', 'replayparked', 'restartsubsystem', 'update'].map((m) => `${ps}/${m}:stream,all`),
       'event_store.client.server_features.serverfeatures/getsupportedmethods',
       'event_store.client.streams.streams/append',
       'event_store.client.streams.streams/batchappend:deadline_duration',
@@ -55,8 +57,9 @@ describe('one port, two protocols', () => {
       'event_store.client.streams.streams/tombstone',
     ]);
     // Every method listed answers (none is UNIMPLEMENTED).
+    const services = [STREAMS, 'event_store.client.server_features.ServerFeatures', 'event_store.client.persistent_subscriptions.PersistentSubscriptions'];
     for (const m of answer.methods) {
-      const svc = m.service_name === 'event_store.client.streams.streams' ? STREAMS : 'event_store.client.server_features.ServerFeatures';
+      const svc = services.find((s) => s.toLowerCase() === m.service_name)!;
       const name = Object.keys((await import('../src/api/grpc/codecs.js')).protoRoot().lookupService(svc).methods).find((n) => n.toLowerCase() === m.method_name)!;
       const r = await call(t.url, svc, name, [Buffer.alloc(0)], { authorization: ADMIN });
       expect(r.status, `${svc}/${name}`).not.toBe(12);

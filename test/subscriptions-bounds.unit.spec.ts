@@ -1,13 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
-import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
+import { ExpectedVersion, newUuid, type ProposedEvent, type Store } from '../src/store/index.js';
 import { parkedStreamOf, PersistentGroup } from '../src/subscriptions/group.js';
 import { MAX_GROUPS, MAX_LEASED_MESSAGES } from '../src/subscriptions/limits.js';
 import type { Message } from '../src/subscriptions/message.js';
-import { CONFIG_EVENT_TYPE, CONFIG_STREAM, SubscriptionError, SubscriptionService } from '../src/subscriptions/service.js';
+import { streamSource } from '../src/subscriptions/source.js';
+import { sleep, tempStores, until } from './support/stores.js';
+import { CONFIG_EVENT_TYPE, CONFIG_STREAM, SubscriptionService } from '../src/subscriptions/service.js';
+import { SubscriptionError } from '../src/subscriptions/errors.js';
 import { DEFAULT_SETTINGS, toEntry, type GroupSettings } from '../src/subscriptions/settings.js';
 
 // The memory bounds of persistent subscriptions (src/subscriptions/limits.ts) under floods: many
@@ -16,36 +16,18 @@ import { DEFAULT_SETTINGS, toEntry, type GroupSettings } from '../src/subscripti
 // client sees (order, counts, nothing lost, nothing twice) stays right.
 
 const log = createLogger('silent');
-const dirs: string[] = [];
-const stores: Store[] = [];
+const stores = tempStores('bounds');
 const cleanups: (() => Promise<void>)[] = [];
-
-async function openStore(): Promise<Store> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bounds-'));
-  dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024, logCacheBytes: 8 * 1024 * 1024 });
-  stores.push(store);
-  return store;
-}
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup().catch(() => {});
   await sleep(20);
-  for (const s of stores.splice(0)) await s.close().catch(() => {});
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  await stores.closeAll();
 });
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function eventually(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for: ${what}`);
-    await sleep(10);
-  }
-}
+const openStore = () => stores.open();
+/** The floods take longer than the default wait. */
+const eventually = (check: () => boolean, what: string) => until(check, what, 10_000);
 
 function events(n: number, from: number): ProposedEvent[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -59,13 +41,13 @@ async function appendN(store: Store, stream: string, n: number): Promise<void> {
 }
 
 async function newGroup(store: Store, stream: string, overrides: Partial<GroupSettings>): Promise<PersistentGroup> {
-  const group = new PersistentGroup(stream, 'g', { ...DEFAULT_SETTINGS, ...overrides }, store, log);
+  const group = new PersistentGroup(streamSource(store, stream), 'g', { ...DEFAULT_SETTINGS, ...overrides }, store, log);
   cleanups.push(() => group.stop(false));
   await group.load(true);
   return group;
 }
 
-const numbers = (ms: Message[]) => ms.map((m) => m.eventNumber);
+const numbers = (ms: Message[]) => ms.map((m) => m.position);
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
 describe('bounds: parked messages', () => {
@@ -131,7 +113,7 @@ describe('bounds: parked messages', () => {
     await eventually(() => store.metadataOf(parkedStreamOf('s', 'g')).truncateBefore === 30, '$tb 30');
     await group.stop(false);
 
-    const again = new PersistentGroup('s', 'g', { ...DEFAULT_SETTINGS, bufferSize: 50, readBatchSize: 10 }, store, log);
+    const again = new PersistentGroup(streamSource(store, 's'), 'g', { ...DEFAULT_SETTINGS, bufferSize: 50, readBatchSize: 10 }, store, log);
     cleanups.push(() => again.stop(false));
     await again.load(false);
     expect(again.statistics.parkedMessageCount).toBe(PARKED - 30);
@@ -177,7 +159,7 @@ describe('bounds: groups', () => {
   it(`a node keeps at most ${MAX_GROUPS.toLocaleString('en-US')} groups: one more is refused until one is deleted`, async () => {
     const store = await openStore();
     // The definitions as a node that has its maximum wrote them.
-    const entries = range(0, MAX_GROUPS).map((i) => toEntry(`s-${i}`, 'g', DEFAULT_SETTINGS));
+    const entries = range(0, MAX_GROUPS).map((i) => toEntry(`s-${i}`, 'g', DEFAULT_SETTINGS, '0'));
     await store.append(CONFIG_STREAM, ExpectedVersion.any, [{
       eventId: newUuid(), eventType: CONFIG_EVENT_TYPE, isJson: true,
       data: Buffer.from(JSON.stringify({ version: '2', updated: new Date().toISOString(), updatedBy: 'admin', entries })),
@@ -188,14 +170,14 @@ describe('bounds: groups', () => {
     await service.start();
     expect(service.list()).toHaveLength(MAX_GROUPS);
 
-    const refused = await service.create('s-new', 'g', { ...DEFAULT_SETTINGS }, 'admin').catch((err: unknown) => err);
+    const refused = await service.create('s-new', 'g', { ...DEFAULT_SETTINGS }, undefined, 'admin').catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(SubscriptionError);
     expect((refused as SubscriptionError).code).toBe('SUBSCRIPTION_LIMIT');
     expect((refused as Error).message).toContain(`${MAX_GROUPS} persistent subscription groups`);
     expect(service.list()).toHaveLength(MAX_GROUPS);
 
     await service.delete('s-0', 'g', 'admin');
-    await service.create('s-new', 'g', { ...DEFAULT_SETTINGS }, 'admin');
+    await service.create('s-new', 'g', { ...DEFAULT_SETTINGS }, undefined, 'admin');
     expect(service.list()).toHaveLength(MAX_GROUPS);
   });
 });

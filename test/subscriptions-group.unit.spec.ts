@@ -1,49 +1,28 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
-import { ExpectedVersion, newUuid, Store, type EventRecord, type ProposedEvent } from '../src/store/index.js';
+import { ExpectedVersion, newUuid, type EventRecord, type ProposedEvent, type Store } from '../src/store/index.js';
 import { checkpointStreamOf, parkedStreamOf, PersistentGroup } from '../src/subscriptions/group.js';
 import type { Message } from '../src/subscriptions/message.js';
+import { streamSource } from '../src/subscriptions/source.js';
+import { sleep, tempStores, until } from './support/stores.js';
 import { DEFAULT_SETTINGS, type GroupSettings } from '../src/subscriptions/settings.js';
 
 // Unit tests of the persistent-subscription group state machine (reference §1.4–1.7): time is
 // driven explicitly through take(n, now) / tick(now), so timeouts need no sleeping.
 
 const log = createLogger('silent');
-const dirs: string[] = [];
-const stores: Store[] = [];
+const stores = tempStores('group');
 const groups: PersistentGroup[] = [];
-
-async function openStore(): Promise<Store> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
-  dirs.push(dir);
-  const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024, logCacheBytes: 8 * 1024 * 1024 });
-  stores.push(store);
-  return store;
-}
 
 afterEach(async () => {
   for (const g of groups.splice(0)) await g.stop(false).catch(() => {});
   // Let checkpoint / metadata writes started just before the stop reach the writer.
   await sleep(20);
-  for (const s of stores.splice(0)) await s.close().catch(() => {});
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  await stores.closeAll();
 });
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function eventually(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (check()) return;
-    if (Date.now() > until) throw new Error(`timed out waiting for: ${what}`);
-    await sleep(5);
-  }
-}
+const openStore = () => stores.open();
+const eventually = until;
 
 function jsonEvent(data: unknown = {}, metadata?: unknown, eventType = 'TestEvent'): ProposedEvent {
   return {
@@ -62,7 +41,7 @@ async function appendN(store: Store, stream: string, n: number): Promise<void> {
 }
 
 async function newGroup(store: Store, stream: string, overrides: Partial<GroupSettings> = {}, isNew = true): Promise<PersistentGroup> {
-  const group = new PersistentGroup(stream, 'g', { ...DEFAULT_SETTINGS, ...overrides }, store, log);
+  const group = new PersistentGroup(streamSource(store, stream), 'g', { ...DEFAULT_SETTINGS, ...overrides }, store, log);
   groups.push(group);
   await group.load(isNew);
   return group;
@@ -92,7 +71,7 @@ function parkedLinks(store: Store, stream: string): EventRecord[] {
   return page.events.map((e) => e.event!);
 }
 
-const numbers = (ms: Message[]) => ms.map((m) => m.eventNumber);
+const numbers = (ms: Message[]) => ms.map((m) => m.position);
 
 /** Appends to the group's stream and tells the group, as the service's commit-bus listener does. */
 async function appendAndNotify(store: Store, group: PersistentGroup, events: ProposedEvent[]): Promise<void> {

@@ -13,7 +13,7 @@ import type { BackupAlreadyRunningError, BackupTargetError, BackupTargetProblem,
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';
-import type { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
+import type { AccessDeniedError, InvalidFilterError, NotAuthorizedError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -126,7 +126,8 @@ export function badRequest(message: string): ApiError {
 /** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
 export type KnownDomainError =
   | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
-  | WriteTimeoutError | OutOfSpaceError | AccessDeniedError | InvalidFilterError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
+  | WriteTimeoutError | OutOfSpaceError | AccessDeniedError | NotAuthorizedError | InvalidFilterError | ProjectionError | QuerySyntaxError
+  | SubscriptionError | SettingsError
   | ScavengeAlreadyRunningError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
   | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
@@ -151,15 +152,21 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   WRITE_TIMEOUT: () => new ApiError('WRITE_TIMEOUT'),
   OUT_OF_SPACE: (e) => new ApiError('OUT_OF_SPACE', e.message),
   ACCESS_DENIED: () => new ApiError('ACCESS_DENIED'),
+  // A route for authenticated users challenges for credentials; one that takes a role refuses without.
+  NOT_AUTHORIZED: (e) => new ApiError(e.needs === 'authenticated' ? 'ACCESS_DENIED' : 'UNAUTHORIZED'),
   INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
   PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
   PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
   PROJECTION_REFUSED: (e) => new ApiError('BAD_REQUEST', e.message),
   QUERY_SYNTAX: (e) => new ApiError('BAD_REQUEST', e.message),
-  SUBSCRIPTION_NOT_FOUND: (e) => new ApiError('SUBSCRIPTION_NOT_FOUND', e.message),
+  SUBSCRIPTION_NOT_FOUND: (e) => (e.lookUp ? new ApiError('NOT_FOUND') : new ApiError('SUBSCRIPTION_NOT_FOUND', e.message)),
   SUBSCRIPTION_EXISTS: (e) => new ApiError('SUBSCRIPTION_EXISTS', e.message),
   SUBSCRIPTION_LIMIT: (e) => new ApiError('SUBSCRIPTION_REFUSED', e.message),
   SUBSCRIPTION_SETTINGS: (e) => new ApiError('BAD_REQUEST', e.message),
+  // Met by push consumers (gRPC) only: an HTTP pull takes no slot and holds no connection.
+  SUBSCRIPTION_FULL: (e) => new ApiError('CONFLICT', e.message),
+  SUBSCRIPTION_DROPPED: (e) => new ApiError('SERVICE_UNAVAILABLE', e.message),
+  SUBSCRIPTIONS_NOT_READY: (e) => new ApiError('NOT_READY', e.message),
   SCAVENGE_ALREADY_RUNNING: () => new ApiError('SCAVENGE_ALREADY_RUNNING'),
   BACKUP_RUNNING: () => new ApiError('BACKUP_RUNNING'),
   SCAVENGE_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),

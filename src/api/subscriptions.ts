@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { formatUuid, parseUuid } from '../store/index.js';
-import { settingsFromBody, settingsJson, type GroupSettings, type NackAction, type PersistentGroup } from '../subscriptions/index.js';
+import { settingsFromBody, settingsJson, type GroupSettings } from '../subscriptions/index.js';
+import type { ConnectionInfo, GroupInfo, NackAction } from '../verbs/index.js';
 import { link, type FeedModel, type Link } from './atom.js';
 import { entriesInMemory, sendFeed } from './send-feed.js';
 import { ApiError } from './errors.js';
@@ -9,13 +10,14 @@ import { parseJson } from './json-body.js';
 import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { principalOf, type ApiContext } from './context.js';
-import { requireAccess, requireAuthenticated, requireOps } from './guards.js';
 import { hangUpSignal, longPollMs } from './long-poll.js';
 import { sendJson } from './reply.js';
 import { formatted } from './schemas.js';
 
-// The persistent subscriptions API: group management (ops), listings and info (authenticated),
-// and the competing-consumer message feed with ack and nack (read access to the stream).
+// The persistent subscriptions API: group management, listings and info, the competing-consumer
+// message feed with ack and nack, and a restart of the subsystem. Who may do what, the settings'
+// rules and the groups themselves are the verbs' (verbs/persistent.ts, shared with the gRPC door);
+// this file reads HTTP and writes the established servers' JSON and feeds.
 
 type Params = { stream: string; group: string };
 type Query = Record<string, string | undefined>;
@@ -55,8 +57,8 @@ function groupUrl(base: string, stream: string, group: string): string {
 }
 
 /** The parked stream's URL, with the `::` of the group key left readable as the established servers write it. */
-function parkedUrl(base: string, g: PersistentGroup): string {
-  return `${base}/streams/${escapeStream(g.parked.streamId).replace(/%3A/gi, ':')}`;
+function parkedUrl(base: string, g: GroupInfo): string {
+  return `${base}/streams/${escapeStream(g.parkedStream).replace(/%3A/gi, ':')}`;
 }
 
 /**
@@ -71,43 +73,50 @@ function settingsOf(req: FastifyRequest): GroupSettings {
   return settingsFromBody(parseJson(body, 'The subscription settings are not valid JSON.'));
 }
 
-function summary(base: string, g: PersistentGroup): Record<string, unknown> {
-  const s = g.statistics;
-  const url = groupUrl(base, g.stream, g.name);
+function summary(base: string, g: GroupInfo): Record<string, unknown> {
+  const url = groupUrl(base, g.source, g.group);
   return {
     links: [{ href: `${url}/info`, rel: 'detail' }],
-    eventStreamId: g.stream,
-    groupName: g.name,
+    eventStreamId: g.source,
+    groupName: g.group,
     parkedMessageUri: parkedUrl(base, g),
     getMessagesUri: `${url}/1`,
-    status: g.statusText,
-    averageItemsPerSecond: s.averagePerSecond,
-    totalItemsProcessed: s.totalItems,
-    lastProcessedEventNumber: s.lastProcessed,
-    lastCheckpointedEventPosition: s.lastCheckpointed >= 0 ? String(s.lastCheckpointed) : null,
-    lastKnownEventNumber: s.lastKnown,
-    lastKnownEventPosition: s.lastKnown >= 0 ? String(s.lastKnown) : null,
-    connectionCount: s.connectionCount,
-    totalInFlightMessages: s.totalInFlightMessages,
+    status: g.status,
+    averageItemsPerSecond: g.averagePerSecond,
+    totalItemsProcessed: g.totalItems,
+    lastProcessedEventNumber: g.lastProcessed,
+    lastCheckpointedEventPosition: g.lastCheckpointedPosition ?? null,
+    lastKnownEventNumber: g.lastKnown,
+    lastKnownEventPosition: g.lastKnownPosition ?? null,
+    connectionCount: g.connections.length,
+    totalInFlightMessages: g.totalInFlightMessages,
   };
 }
 
-function info(base: string, g: PersistentGroup): Record<string, unknown> {
-  const s = g.statistics;
+function info(base: string, g: GroupInfo): Record<string, unknown> {
   const { connectionCount: _unused, ...rest } = summary(base, g);
-  const url = groupUrl(base, g.stream, g.name);
+  const url = groupUrl(base, g.source, g.group);
   return {
     ...rest,
     links: [{ href: `${url}/info`, rel: 'detail' }, { href: `${url}/replayParked`, rel: 'replayParked' }],
-    config: settingsJson(g.settings),
-    countSinceLastMeasurement: s.countSinceLastMeasurement,
-    readBufferCount: s.readBufferCount,
-    liveBufferCount: s.liveBufferCount,
-    retryBufferCount: s.retryBufferCount,
-    outstandingMessagesCount: s.outstandingMessagesCount,
-    parkedMessageCount: s.parkedMessageCount,
-    oldestParkedMessage: s.oldestParkedMessage,
-    connections: [],
+    config: settingsJson(g.settings, g.startFrom),
+    countSinceLastMeasurement: g.countSinceLastMeasurement,
+    readBufferCount: g.readBufferCount,
+    liveBufferCount: g.liveBufferCount,
+    retryBufferCount: g.retryBufferCount,
+    outstandingMessagesCount: g.outstandingMessagesCount,
+    parkedMessageCount: g.parkedMessageCount,
+    oldestParkedMessage: g.oldestParkedMessage,
+    connections: g.connections.map(connection),
+  };
+}
+
+/** A push consumer as the established servers' /info lists it. */
+function connection(c: ConnectionInfo): Record<string, unknown> {
+  return {
+    from: c.from, username: c.username, averageItemsPerSecond: c.averageItemsPerSecond, totalItemsProcessed: c.totalItems,
+    countSinceLastMeasurement: c.countSinceLastMeasurement, extraStatistics: c.observedMeasurements,
+    availableSlots: c.availableSlots, inFlightMessages: c.inFlightMessages, connectionName: c.connectionName,
   };
 }
 
@@ -117,23 +126,17 @@ function messageIds(text: string): string[] {
 }
 
 export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): void {
-  const service = ctx.subscriptions;
+  const groups = ctx.verbs.persistent;
 
-  const groupOf = (p: Params): PersistentGroup => {
-    const group = service.find(p.stream, p.group);
-    if (!group) throw new ApiError('NOT_FOUND');
-    return group;
-  };
-
-  app.get('/subscriptions', { onRequest: requireAuthenticated, schema: SCHEMAS.listing }, async (req, reply) => {
+  app.get('/subscriptions', { schema: SCHEMAS.listing }, async (req, reply) => {
     const base = baseUrl(req);
     const q = req.query as Query;
-    const groups = service.list();
-    if (q.offset === undefined && q.count === undefined) return sendJson(reply, 200, groups.map((g) => summary(base, g)));
+    const all = groups.list(principalOf(req));
+    if (q.offset === undefined && q.count === undefined) return sendJson(reply, 200, all.map((g) => summary(base, g)));
     const offset = q.offset === undefined ? 0 : Number(q.offset);
     const count = q.count === undefined ? 10 : Number(q.count);
     // Paged over streams, as the established servers page it.
-    const streams = [...new Set(groups.map((g) => g.stream))].sort();
+    const streams = [...new Set(all.map((g) => g.source))].sort();
     const page = new Set(streams.slice(offset, offset + count));
     const href = (o: number) => `${base}/subscriptions?offset=${o}&count=${count}`;
     const links = [{ href: href(offset), rel: 'self' }, { href: href(0), rel: 'first' }];
@@ -141,54 +144,61 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     if (offset + count < streams.length) links.push({ href: href(offset + count), rel: 'next' });
     return sendJson(reply, 200, {
       links, offset, count, total: streams.length,
-      subscriptions: groups.filter((g) => page.has(g.stream)).map((g) => summary(base, g)),
+      subscriptions: all.filter((g) => page.has(g.source)).map((g) => summary(base, g)),
     });
   });
 
-  app.get<{ Params: { stream: string } }>('/subscriptions/:stream', { onRequest: requireAuthenticated }, async (req, reply) => {
-    const groups = service.listStream(req.params.stream);
-    if (groups.length === 0) throw new ApiError('NOT_FOUND');
+  app.get<{ Params: { stream: string } }>('/subscriptions/:stream', async (req, reply) => {
     const base = baseUrl(req);
-    return sendJson(reply, 200, groups.map((g) => summary(base, g)));
+    return sendJson(reply, 200, groups.list(principalOf(req), req.params.stream).map((g) => summary(base, g)));
   });
 
-  app.get<{ Params: Params }>('/subscriptions/:stream/:group/info', { onRequest: requireAuthenticated }, async (req, reply) => {
-    return sendJson(reply, 200, info(baseUrl(req), groupOf(req.params)));
+  app.get<{ Params: Params }>('/subscriptions/:stream/:group/info', async (req, reply) => {
+    return sendJson(reply, 200, info(baseUrl(req), groups.info(principalOf(req), req.params.stream, req.params.group)));
   });
 
   /** PUT creates, POST updates: the same settings body, answer and Location. */
-  const definition = { onRequest: requireOps, schema: SCHEMAS.definition };
-  const define = (apply: typeof service.create) => async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => {
-    const { stream, group } = req.params;
-    const settings = settingsOf(req);
-    reply.header('Location', groupUrl(baseUrl(req), stream, group));
-    await apply.call(service, stream, group, settings, principalOf(req).name);
-    return succeeded(reply);
+  const definition = { schema: SCHEMAS.definition };
+  /** The settings body, once the caller may: every answer from there on names the group (Location), refusals too. */
+  const definitionOf = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => (): GroupSettings => {
+    reply.header('Location', groupUrl(baseUrl(req), req.params.stream, req.params.group));
+    return settingsOf(req);
   };
-  app.put<{ Params: Params }>('/subscriptions/:stream/:group', definition, define(service.create));
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group', definition, define(service.update));
+  app.put<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) => {
+    const settings = definitionOf(req, reply);
+    await groups.create(principalOf(req), req.params.stream, req.params.group, () => ({ settings: settings() }));
+    return succeeded(reply);
+  });
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) => {
+    await groups.update(principalOf(req), req.params.stream, req.params.group, definitionOf(req, reply));
+    return succeeded(reply);
+  });
 
   app.delete<{ Params: Params }>('/subscriptions/:stream/:group', definition, async (req, reply) => {
-    await service.delete(req.params.stream, req.params.group, principalOf(req).name);
+    await groups.delete(principalOf(req), req.params.stream, req.params.group);
+    return succeeded(reply);
+  });
+
+  app.post('/subscriptions/restart', async (req, reply) => {
+    await groups.restart(principalOf(req));
     return succeeded(reply);
   });
 
   const pull = async (req: FastifyRequest<{ Params: Params & { count?: string } }>, reply: FastifyReply) => {
     const count = req.params.count === undefined ? 1 : Number(req.params.count);
     const mediaType = negotiate(req, COMPETING_TYPES);
-    const g = groupOf(req.params);
-    requireAccess(ctx, req, 'r', g.stream);
+    const { stream, group } = req.params;
     const waitMs = longPollMs(req, MAX_LONG_POLL_SECONDS);
-    const messages = await service.pull(g, count, waitMs, waitMs > 0 ? hangUpSignal(req) : undefined);
+    const messages = await groups.pull(principalOf(req), stream, group, count, waitMs, waitMs > 0 ? hangUpSignal(req) : undefined);
     const base = baseUrl(req);
-    const url = groupUrl(base, g.stream, g.name);
+    const url = groupUrl(base, stream, group);
     const newestFirst = [...messages].reverse();
     const ids = newestFirst.map((m) => formatUuid(Buffer.from(m.id, 'hex')));
     const links: Link[] = [];
     if (ids.length > 0) links.push(link(`${url}/ack?ids=${ids.join(',')}`, 'ackAll'), link(`${url}/nack?ids=${ids.join(',')}`, 'nackAll'));
     links.push(link(`${url}/${count}`, 'previous'), link(url, 'self'));
     const feed: FeedModel = {
-      title: `Messages for '${g.stream}/${g.name}'`, id: url, updated: new Date().toISOString(), streamId: null,
+      title: `Messages for '${stream}/${group}'`, id: url, updated: new Date().toISOString(), streamId: null,
       headOfStream: false, selfUrl: null, eTag: null, links,
       entries: newestFirst.map((m) => m.event),
       leases: newestFirst.map((m, i) => ({
@@ -205,10 +215,9 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
   const settle = (req: FastifyRequest<{ Params: Params & { messageid?: string } }>, reply: FastifyReply, nack: boolean) => {
     const q = req.query as Query;
     const ids = messageIds(req.params.messageid ?? q.ids ?? '');
-    const g = groupOf(req.params);
-    requireAccess(ctx, req, 'r', g.stream);
-    if (nack) g.nack(ids, NACK_ACTIONS[(q.action ?? '').toLowerCase()] ?? 'Unknown', 'Nacked from HTTP');
-    else g.ack(ids);
+    const { stream, group } = req.params;
+    if (nack) groups.nack(principalOf(req), stream, group, ids, NACK_ACTIONS[(q.action ?? '').toLowerCase()] ?? 'Unknown', 'Nacked from HTTP');
+    else groups.ack(principalOf(req), stream, group, ids);
     return reply.code(200).send();
   };
   for (const [verb, nack] of [['ack', false], ['nack', true]] as const) {
@@ -217,10 +226,9 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
     app.post<{ Params: Params }>(`/subscriptions/:stream/:group/${verb}`, { schema: SCHEMAS.settleMany }, async (req, reply) => settle(req, reply, nack));
   }
 
-  app.post<{ Params: Params }>('/subscriptions/:stream/:group/replayParked', { onRequest: requireOps, schema: SCHEMAS.replay }, async (req, reply) => {
+  app.post<{ Params: Params }>('/subscriptions/:stream/:group/replayParked', { schema: SCHEMAS.replay }, async (req, reply) => {
     const raw = (req.query as Query).stopAt;
-    const g = groupOf(req.params);
-    g.replayParked(raw === undefined ? undefined : Number(raw));
+    groups.replayParked(principalOf(req), req.params.stream, req.params.group, raw === undefined ? undefined : Number(raw));
     return succeeded(reply);
   });
 }

@@ -1,124 +1,148 @@
 import type { Logger } from 'pino';
-import { firstVisibleEventNumber, jsonEvent, OutOfSpaceError, type Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import { MAX_LEASED_MESSAGES } from './limits.js';
-import { messageIdOf, type Message } from './message.js';
+import { newMessage, type Message } from './message.js';
 import { ParkedMessages } from './parked.js';
-import { appendKeepingLatest } from './streams.js';
+import { Checkpoints } from './checkpoints.js';
+import { Consumer, type ConnectionInfo, type ConsumerOptions, type DropReason } from './consumer.js';
+import { SKIP, strategyOf, type ConsumerStrategy } from './strategies.js';
+import type { GroupSource } from './source.js';
+import { SubscriptionError } from './errors.js';
+import { GroupBuffers, type OfferOutcome } from './buffers.js';
 
 // One persistent subscription group: the competing-consumer state machine of the established
-// servers. Messages flow  stream → read buffer (or retry list, or replayed from the parked
+// servers. Messages flow  source → read buffer (or retry list, or replayed from the parked
 // stream) → outstanding (handed out, with a deadline) → handled (ack, skip) or retried or parked.
+// Two ways out of the buffers: push consumers (gRPC Read calls) get messages as the group's
+// strategy shares them, each up to its own capacity; HTTP pulls take straight from the buffers,
+// bypassing the strategy, as the reference describes. Both lease from the same buffers into the
+// same outstanding set, so a message is with one consumer at a time, whichever door it took.
 // Buffers, deadlines and retry counts live in memory, within the bounds of limits.ts; the
-// checkpoint (the last event such that it and everything before it is handled) and the parked
-// messages live in the log, so a restart redelivers at most what was handed out after the last
-// checkpoint and never skips an event. Consumers pull over HTTP: a pull takes straight from the
-// buffers, bypassing consumer strategies, as the reference describes; the node has no push
-// transport (TCP/gRPC), so it keeps no push consumers.
+// checkpoint (checkpoints.ts) and the parked messages live in the log.
 
 export type NackAction = 'Park' | 'Retry' | 'Skip' | 'Stop' | 'Unknown';
 
-export const CHECKPOINT_EVENT_TYPE = '$SubscriptionCheckpoint';
-const LEGACY_CHECKPOINT_EVENT_TYPE = 'SubscriptionCheckpoint';
 /** Page size cap of history reads, as the established servers cap it. */
 const MAX_READ_BATCH = 100;
 
-export function checkpointStreamOf(stream: string, group: string): string {
-  return `$persistentsubscription-${stream}::${group}-checkpoint`;
+export function checkpointStreamOf(source: string, group: string): string {
+  return `$persistentsubscription-${source}::${group}-checkpoint`;
 }
 
-export function parkedStreamOf(stream: string, group: string): string {
-  return `$persistentsubscription-${stream}::${group}-parked`;
+export function parkedStreamOf(source: string, group: string): string {
+  return `$persistentsubscription-${source}::${group}-parked`;
+}
+
+/** What /info (HTTP) and GetInfo (gRPC) show of a group, protocol-neutral. */
+export interface GroupInfo {
+  readonly source: string;
+  readonly group: string;
+  readonly status: string;
+  readonly settings: GroupSettings;
+  /** `startFrom` as the source writes positions: '0' / '-1' / 'n' for a stream, 'C:n/P:n' for `$all` (-1: the end). */
+  readonly startFrom: string;
+  readonly parkedStream: string;
+  readonly averagePerSecond: number;
+  readonly totalItems: number;
+  readonly countSinceLastMeasurement: number;
+  /** Source positions as text; undefined when there is none yet. */
+  readonly lastCheckpointedPosition?: string;
+  readonly lastKnownPosition?: string;
+  /** The numbers behind them (-1: none), and the last position handed out for the first time. */
+  readonly lastCheckpointed: number;
+  readonly lastKnown: number;
+  readonly lastProcessed: number;
+  readonly readBufferCount: number;
+  readonly liveBufferCount: number;
+  readonly retryBufferCount: number;
+  readonly outstandingMessagesCount: number;
+  readonly totalInFlightMessages: number;
+  readonly parkedMessageCount: number;
+  readonly oldestParkedMessage: number;
+  readonly connections: readonly ConnectionInfo[];
 }
 
 export class PersistentGroup {
-  readonly checkpointStream: string;
+  readonly checkpoints: Checkpoints;
   readonly parked: ParkedMessages;
-  /** Messages to hand out again (nacked, timed out), in event order; they go before everything else. */
-  private retry: Message[] = [];
-  /** Replayed parked messages read from the parked stream, in parked order; they go before new events. */
-  private replayed: Message[] = [];
-  private read: Message[] = [];
-  private readHead = 0;
+  /** What waits to be handed out: retries, replayed parked messages, new events. */
+  private readonly buffers: GroupBuffers;
   private readonly outstanding = new Map<string, Message>();
-  /** Handed-out messages not yet handled, by seq; insertion order is seq order, so the first is the lowest. */
-  private readonly unhandled = new Map<number, Message>();
-  private nextEventNumber = 0;
+  private readonly consumers = new Set<Consumer>();
+  private readonly strategy: ConsumerStrategy;
+  /** Where the next read of the source starts. */
+  private next = 0;
   private lastKnown = -1;
-  private nextSeq = 0;
-  private lastHandedOutSeq = -1;
-  private lastHandedOutEventNumber = -1;
-  private lastCheckpointedSeq = -1;
-  private lastCheckpointed = -1;
-  private lastCheckpointAt = Date.now();
-  private checkpointWriting = false;
-  private checkpointAgain = false;
+  private caughtUp = false;
+  private lastHandedOut = -1;
   private fillScheduled = false;
   private caughtUpBeforeAppend = false;
+  private pushing = false;
   private stopped = false;
   private totalItems = 0;
   private countSinceMeasurement = 0;
   private averagePerSecond = 0;
   private lastMeasurementAt = Date.now();
 
-  constructor(readonly stream: string, readonly name: string, readonly settings: GroupSettings,
+  constructor(readonly source: GroupSource, readonly name: string, readonly settings: GroupSettings,
     private readonly store: Store, private readonly log: Logger) {
-    this.checkpointStream = checkpointStreamOf(stream, name);
-    this.parked = new ParkedMessages(store, parkedStreamOf(stream, name), log, settings.readBatchSize, {
-      onParked: (m) => this.handled(m),
-      onParkFailed: (m) => this.insertRetry(m),
+    this.checkpoints = new Checkpoints(store, checkpointStreamOf(source.name, name), source, settings, log);
+    this.strategy = strategyOf(settings.namedConsumerStrategy);
+    this.parked = new ParkedMessages(store, parkedStreamOf(source.name, name), log, settings.readBatchSize, source.positionOf, {
+      onParked: (m) => {
+        this.handled(m);
+        this.checkpoints.consider(false);
+      },
+      onParkFailed: (m) => this.retryLater(m),
     });
+    this.buffers = new GroupBuffers(settings.bufferSize, (room) => this.parked.nextReplayed(room));
+  }
+
+  /** The stream name, or `$all`. */
+  get stream(): string {
+    return this.source.name;
+  }
+
+  get key(): string {
+    return `${this.source.name}::${this.name}`;
   }
 
   /** Reads the checkpoint; without one, starts at `startFrom` (a live start is written down as a checkpoint). */
   async load(isNew: boolean): Promise<void> {
-    const checkpoint = this.readCheckpoint();
+    const checkpoint = this.checkpoints.load();
     if (checkpoint !== undefined) {
       this.resumeAfter(checkpoint);
     } else if (this.settings.startFrom === -1) {
-      const end = this.store.streamInfo(this.stream)?.lastEventNumber ?? -1;
+      const end = this.source.lastPosition();
       this.resumeAfter(end);
       // Written down, so events appended while the node is down are not skipped after a restart.
-      if (isNew) await this.writeCheckpoint(0, end);
+      if (isNew) await this.checkpoints.write(0, end);
     } else {
-      this.nextEventNumber = this.settings.startFrom;
+      this.next = this.settings.startFrom;
     }
-    this.lastKnown = Math.max(this.lastKnown, this.store.streamInfo(this.stream)?.lastEventNumber ?? -1);
     this.fill();
   }
 
-  private resumeAfter(checkpoint: number): void {
-    this.nextEventNumber = checkpoint + 1;
-    this.lastCheckpointed = checkpoint;
-    this.lastCheckpointedSeq = 0;
-    this.lastHandedOutSeq = 0;
-    this.lastHandedOutEventNumber = checkpoint;
-    this.nextSeq = 1;
+  private resumeAfter(position: number): void {
+    this.next = position + 1;
+    this.lastHandedOut = position;
+    this.checkpoints.resumeAfter(position);
   }
 
-  private readCheckpoint(): number | undefined {
-    const found = this.store.readEvent(this.checkpointStream, -1, false);
-    if (found.status !== 'ok' || !found.event.event) return undefined;
-    const record = found.event.event;
-    if (record.eventType !== CHECKPOINT_EVENT_TYPE && record.eventType !== LEGACY_CHECKPOINT_EVENT_TYPE) return undefined;
-    try {
-      const value = JSON.parse(record.data.toString('utf8')) as unknown;
-      const n = Number(value);
-      return Number.isSafeInteger(n) && n >= -1 ? n : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Stops the group; with `checkpoint`, first writes what is handled (a graceful shutdown). */
-  async stop(checkpoint: boolean): Promise<void> {
-    if (checkpoint && !this.stopped) {
-      const candidate = this.checkpointCandidate();
-      if (candidate && candidate.seq > this.lastCheckpointedSeq && !this.checkpointWriting) {
-        await this.writeCheckpoint(candidate.seq, candidate.eventNumber);
-      }
-    }
+  /**
+   * Stops the group: its consumers are let go (`reason`), their messages with the group (a group
+   * that replaces it redelivers from the checkpoint); with `checkpoint`, first writes what is handled.
+   */
+  async stop(checkpoint: boolean, reason: DropReason = 'dropped'): Promise<void> {
+    const wasStopped = this.stopped;
     this.stopped = true;
+    for (const c of [...this.consumers]) {
+      this.consumers.delete(c);
+      this.strategy.remove(c);
+      c.options.dropped(reason);
+    }
+    await this.checkpoints.stop(checkpoint && !wasStopped);
     await this.parked.idle();
   }
 
@@ -128,149 +152,216 @@ export class PersistentGroup {
 
   // ---- reading into the buffer -------------------------------------------------------------
 
-  /** A commit touched the group's stream: note what is known and top the buffer up soon. */
-  notifyAppended(lastEventNumber: number): void {
-    if (this.isLive) this.caughtUpBeforeAppend = true; // what arrives now arrives live
-    if (lastEventNumber > this.lastKnown) this.lastKnown = lastEventNumber;
+  /** A commit reached the source: `last` is the position of the last record the group takes (-1: none). */
+  notifyAppended(last: number): void {
+    if (last >= 0) {
+      if (this.caughtUp) this.caughtUpBeforeAppend = true; // what arrives now arrives live
+      this.caughtUp = false;
+      if (last > this.lastKnown) this.lastKnown = last;
+    }
+    this.scheduleFill();
+  }
+
+  private scheduleFill(): void {
     if (this.fillScheduled || this.stopped) return;
     this.fillScheduled = true;
     setImmediate(() => {
       this.fillScheduled = false;
-      if (!this.stopped) this.fill();
+      if (this.stopped) return;
+      this.fill();
+      this.push();
     });
   }
 
-  private get bufferedCount(): number {
-    return this.retry.length + this.replayed.length + this.read.length - this.readHead;
-  }
-
-  /** Reads the next page of a parked replay in progress while the retry and replay lists have room. */
-  private loadReplayed(): void {
-    const room = this.settings.bufferSize - this.retry.length - this.replayed.length;
-    for (const m of this.parked.nextReplayed(room)) this.replayed.push(m);
-  }
-
-  /** Pages replayed parked messages, then history, into the buffers while there is room (reads are synchronous). */
+  /** Pages replayed parked messages, then the source, into the buffers while there is room (reads are synchronous). */
   fill(): void {
-    this.loadReplayed();
+    if (this.stopped) return;
+    this.buffers.loadReplayed();
     const batch = Math.min(this.settings.readBatchSize, MAX_READ_BATCH);
-    const wasLive = this.isLive || this.caughtUpBeforeAppend;
+    const live = this.caughtUp || this.caughtUpBeforeAppend;
     this.caughtUpBeforeAppend = false;
-    while (this.settings.bufferSize - this.bufferedCount > batch) {
-      const from = this.nextEventNumber;
+    while (this.buffers.free > batch) {
       // Whole pages that fit, in one read: each store read has a fixed cost, and reads are synchronous.
-      const free = this.settings.bufferSize - this.bufferedCount;
+      const free = this.buffers.free;
       const count = free - (free % batch);
-      const page = this.store.readStreamForward(this.stream, from, count, this.settings.resolveLinkTos);
-      if (page.status !== 'ok') return;
-      if (page.lastEventNumber > this.lastKnown) this.lastKnown = page.lastEventNumber;
-      let next = Math.min(from + count, page.lastEventNumber + 1);
-      for (const e of page.events) {
-        const original = (e.link ?? e.event)!;
-        if (original.eventNumber < from) continue;
-        this.read.push({
-          event: e, id: messageIdOf(e), eventNumber: original.eventNumber, retryCount: 0, seq: -1,
-          previousEventNumber: -1, parkedNumber: -1, expiresAt: 0, live: wasLive,
-        });
-        next = Math.max(next, original.eventNumber + 1);
+      const page = this.source.read(this.next, count, this.settings.resolveLinkTos);
+      if (page.lastKnown !== undefined && page.lastKnown > this.lastKnown) this.lastKnown = page.lastKnown;
+      let taken = 0;
+      for (const entry of page.entries) {
+        if ('skipped' in entry) {
+          this.checkpoints.skipped(entry.skipped, entry.position);
+          continue;
+        }
+        const m = newMessage(entry.event, entry.position, live);
+        this.checkpoints.read(m);
+        this.buffers.addRead(m);
+        taken++;
       }
-      // Past what reads hide ($tb, $maxCount; visibility.ts), and no further than the stream's end.
-      next = Math.max(next, Math.min(firstVisibleEventNumber(page.lastEventNumber, page.metadata), page.lastEventNumber + 1));
-      this.nextEventNumber = Math.max(this.nextEventNumber, next);
-      if (this.nextEventNumber > page.lastEventNumber) return;
+      this.next = Math.max(this.next, page.next);
+      this.caughtUp = page.atEnd;
+      if (page.atEnd) return;
+      if (taken < count) {
+        // The read stopped short of the end (a `$all` filter scanned its limit): the rest in a later turn.
+        this.scheduleFill();
+        return;
+      }
     }
   }
 
   get isLive(): boolean {
-    return this.nextEventNumber > this.lastKnown;
+    return this.caughtUp;
   }
 
-  // ---- handing out and settling ------------------------------------------------------------
+  // ---- handing out -------------------------------------------------------------------------
 
   /**
-   * Leases up to `count` messages: retries first, then replayed parked messages, then new events,
-   * in event order; fewer when the group has MAX_LEASED_MESSAGES out.
+   * Leases up to `count` messages to an HTTP pull: retries first, then replayed parked messages,
+   * then new events, in source order; fewer when the group has MAX_LEASED_MESSAGES out.
    */
   take(count: number, now = Date.now()): Message[] {
     this.fill();
     const out: Message[] = [];
     const wanted = Math.min(count, MAX_LEASED_MESSAGES - this.outstanding.size);
     while (out.length < wanted) {
-      const m = this.retry.shift() ?? this.nextReplayed() ?? this.nextRead();
+      const m = this.buffers.take();
       if (!m) break;
-      if (this.outstanding.has(m.id)) {
-        // Two events with one id: the established servers deliver the second untracked; it counts as handled.
-        this.log.warn({ group: this.key, id: m.id }, 'skipping tracking of a message with a duplicate event id');
-        this.assignSeq(m);
-        this.handled(m);
-        out.push(m);
-        continue;
-      }
-      this.lease(m, now);
+      this.lease(m, now, undefined);
       out.push(m);
     }
-    this.totalItems += out.length;
-    this.countSinceMeasurement += out.length;
-    if (out.length > 0) this.fill();
+    this.countHandedOut(out.length);
+    if (out.length > 0) {
+      this.fill();
+      this.push(now);
+    }
     return out;
   }
 
-  private lease(m: Message, now: number): void {
-    this.assignSeq(m);
-    m.expiresAt = now + this.settings.messageTimeoutMs;
-    this.outstanding.set(m.id, m);
-  }
-
-  private nextReplayed(): Message | undefined {
-    if (this.replayed.length === 0) this.loadReplayed();
-    return this.replayed.shift();
-  }
-
-  private nextRead(): Message | undefined {
-    if (this.readHead >= this.read.length) return undefined;
-    const m = this.read[this.readHead++];
-    if (this.readHead > 1024 && this.readHead * 2 > this.read.length) {
-      this.read = this.read.slice(this.readHead);
-      this.readHead = 0;
+  /** Puts `m` in flight (to `consumer`, or to an HTTP pull); false when it is untracked (a duplicate id). */
+  private lease(m: Message, now: number, consumer: Consumer | undefined): boolean {
+    if (m.parkedNumber < 0 && m.position > this.lastHandedOut) this.lastHandedOut = m.position;
+    if (this.outstanding.has(m.id)) {
+      // Two events with one id: the established servers deliver the second untracked; it counts as handled.
+      this.log.warn({ group: this.key, id: m.id }, 'skipping tracking of a message with a duplicate event id');
+      this.handled(m);
+      return false;
     }
-    return m;
+    m.expiresAt = now + this.settings.messageTimeoutMs;
+    m.sentAt = now;
+    m.consumer = consumer;
+    if (consumer) consumer.inFlight++;
+    this.outstanding.set(m.id, m);
+    return true;
   }
 
-  private assignSeq(m: Message): void {
-    if (m.seq >= 0 || m.parkedNumber >= 0) return;
-    m.seq = this.nextSeq++;
-    m.previousEventNumber = this.lastHandedOutEventNumber;
-    this.lastHandedOutSeq = m.seq;
-    this.lastHandedOutEventNumber = m.eventNumber;
-    this.unhandled.set(m.seq, m);
+  private countHandedOut(n: number): void {
+    this.totalItems += n;
+    this.countSinceMeasurement += n;
   }
 
-  ack(ids: readonly string[]): void {
+  // ---- push consumers ----------------------------------------------------------------------
+
+  /** A push consumer joins; messages start going to it on the next turn of the event loop. */
+  connect(options: ConsumerOptions): Consumer {
+    const max = this.settings.maxSubscriberCount;
+    if (max > 0 && this.consumers.size >= max) {
+      throw new SubscriptionError('SUBSCRIPTION_FULL', `The group has ${max} consumers, its maxSubscriberCount.`, this.stream, this.name);
+    }
+    const consumer = new Consumer(options, this.settings.extraStatistics);
+    this.consumers.add(consumer);
+    this.strategy.add(consumer);
+    setImmediate(() => this.push());
+    return consumer;
+  }
+
+  /** A consumer leaves: what it held goes back to be retried (or parked, past the retry count). */
+  disconnect(consumer: Consumer): void {
+    if (!this.consumers.delete(consumer)) return;
+    this.strategy.remove(consumer);
+    const now = Date.now();
+    for (const m of [...this.outstanding.values()]) {
+      if (m.consumer !== consumer) continue;
+      this.release(m, false, now);
+      this.retryOrPark(m);
+    }
+    this.push(now);
+  }
+
+  /** Hands buffered messages to the push consumers as the strategy shares them, until none has room or none is left. */
+  private push(now = Date.now()): void {
+    if (this.consumers.size === 0 || this.pushing || this.stopped) return;
+    this.pushing = true;
+    try {
+      for (;;) {
+        const batches = new Map<Consumer, Message[]>();
+        let room = MAX_LEASED_MESSAGES - this.outstanding.size;
+        const offer = (m: Message): OfferOutcome => {
+          if (room <= 0) return 'full';
+          const c = this.strategy.pick(m);
+          if (c === undefined) return 'full';
+          if (c === SKIP) return 'kept';
+          if (this.lease(m, now, c)) room--;
+          const batch = batches.get(c);
+          if (batch) batch.push(m);
+          else batches.set(c, [m]);
+          return 'sent';
+        };
+        const full = this.buffers.offer(offer);
+        let sent = 0;
+        for (const [c, messages] of batches) {
+          sent += messages.length;
+          c.handedOut(messages.length);
+          try {
+            c.options.deliver(messages);
+          } catch (err) {
+            this.log.warn({ group: this.key, err: (err as Error).message }, 'a consumer could not take its messages; they time out and are retried');
+          }
+        }
+        this.countHandedOut(sent);
+        if (sent === 0 || full) return;
+        this.fill();
+        if (this.buffers.size === 0) return;
+      }
+    } finally {
+      this.pushing = false;
+    }
+  }
+
+  // ---- settling ----------------------------------------------------------------------------
+
+  /** Out of flight: its consumer (if any) gets the slot back. */
+  private release(m: Message, acked: boolean, now: number): void {
+    this.outstanding.delete(m.id);
+    m.consumer?.settled(m, acked, now);
+    m.consumer = undefined;
+  }
+
+  ack(ids: readonly string[], now = Date.now()): void {
     for (const id of ids) {
       const m = this.outstanding.get(id);
       if (!m) continue;
-      this.outstanding.delete(m.id);
+      this.release(m, true, now);
       this.handled(m);
     }
-    this.tryCheckpoint(false);
+    this.checkpoints.consider(false);
+    this.push(now);
   }
 
-  nack(ids: readonly string[], action: NackAction, reason: string): void {
+  nack(ids: readonly string[], action: NackAction, reason: string, now = Date.now()): void {
     for (const id of ids) {
       const m = this.outstanding.get(id);
       if (!m) continue;
-      this.outstanding.delete(m.id);
+      this.release(m, false, now);
       if (action === 'Park') this.parked.park(m, `Client explicitly NAK'ed message.\n${reason}`);
-      else if (action === 'Skip' || action === 'Stop') this.handled(m);
+      else if (action === 'Skip' || action === 'Stop') this.handled(m); // Stop: a no-op on the established servers, so a skip
       else this.retryOrPark(m);
     }
-    this.tryCheckpoint(false);
+    this.checkpoints.consider(false);
+    this.push(now);
   }
 
   private handled(m: Message): void {
-    if (m.seq >= 0) this.unhandled.delete(m.seq);
     if (m.parkedNumber >= 0) this.parked.replayedHandled(m.parkedNumber);
-    if (!this.stopped) this.tryCheckpoint(false);
+    this.checkpoints.handled(m);
   }
 
   private retryOrPark(m: Message): void {
@@ -279,92 +370,30 @@ export class PersistentGroup {
       return;
     }
     m.retryCount++;
-    this.insertRetry(m);
+    this.retryLater(m);
   }
 
-  /** Retries go out before new events, in event order; a replayed parked message queues behind the replayed ones. */
-  private insertRetry(m: Message): void {
-    if (this.stopped) return;
-    if (m.parkedNumber >= 0) {
-      this.replayed.push(m);
-      return;
-    }
-    // Binary search: the first retry with a higher event number (timeouts arrive mostly in order).
-    let lo = 0;
-    let hi = this.retry.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.retry[mid].eventNumber > m.eventNumber) hi = mid;
-      else lo = mid + 1;
-    }
-    this.retry.splice(lo, 0, m);
+  private retryLater(m: Message): void {
+    if (!this.stopped) this.buffers.retryLater(m);
   }
 
-  /** The periodic tick: expire leases, checkpoint by time, measure rates. */
+  /** The periodic tick: expire leases, checkpoint by time, measure rates, push what the expiries freed. */
   tick(now = Date.now()): void {
     if (this.stopped) return;
     // Every lease has the same timeout, so the outstanding map (insertion order) is in deadline order.
     for (const m of this.outstanding.values()) {
       if (m.expiresAt > now) break;
-      this.outstanding.delete(m.id);
+      this.release(m, false, now);
       this.retryOrPark(m);
     }
-    this.tryCheckpoint(true, now);
+    this.checkpoints.consider(true, now);
     if (now - this.lastMeasurementAt >= 1000) {
       this.averagePerSecond = Math.round((this.countSinceMeasurement * 1000) / (now - this.lastMeasurementAt));
       this.countSinceMeasurement = 0;
       this.lastMeasurementAt = now;
     }
-  }
-
-  // ---- checkpoints -------------------------------------------------------------------------
-
-  /** The last event such that it and every event handed out before it are handled. */
-  private checkpointCandidate(): { seq: number; eventNumber: number } | undefined {
-    for (const lowest of this.unhandled.values()) {
-      if (lowest.previousEventNumber < 0) return undefined;
-      return { seq: lowest.seq - 1, eventNumber: lowest.previousEventNumber };
-    }
-    if (this.lastHandedOutSeq < 0) return undefined;
-    return { seq: this.lastHandedOutSeq, eventNumber: this.lastHandedOutEventNumber };
-  }
-
-  private tryCheckpoint(byTimer: boolean, now = Date.now()): void {
-    if (this.stopped) return;
-    if (this.checkpointWriting) {
-      this.checkpointAgain = true;
-      return;
-    }
-    const candidate = this.checkpointCandidate();
-    if (!candidate) return;
-    const due = candidate.seq - this.lastCheckpointedSeq;
-    if (due <= 0) return;
-    const { maxCheckPointCount, minCheckPointCount, checkPointAfterMs } = this.settings;
-    const byCount = due >= maxCheckPointCount;
-    const byTime = byTimer && checkPointAfterMs > 0 && now - this.lastCheckpointAt >= checkPointAfterMs && due >= minCheckPointCount;
-    if (byCount || byTime) void this.writeCheckpoint(candidate.seq, candidate.eventNumber);
-  }
-
-  private async writeCheckpoint(seq: number, eventNumber: number): Promise<void> {
-    this.checkpointWriting = true;
-    try {
-      const event = jsonEvent(CHECKPOINT_EVENT_TYPE, String(eventNumber), { idempotent: false });
-      await appendKeepingLatest(this.store, this.checkpointStream, event, 2);
-      if (seq > this.lastCheckpointedSeq) {
-        this.lastCheckpointedSeq = seq;
-        this.lastCheckpointed = eventNumber;
-      }
-      this.lastCheckpointAt = Date.now();
-    } catch (err) {
-      // A full disk is logged once for all writes (the node's out-of-space episode), not per checkpoint.
-      if (!(err instanceof OutOfSpaceError)) this.log.warn({ group: this.key, err: (err as Error).message }, 'checkpoint write failed; the next one retries');
-    } finally {
-      this.checkpointWriting = false;
-    }
-    if (this.checkpointAgain) {
-      this.checkpointAgain = false;
-      this.tryCheckpoint(false);
-    }
+    for (const c of this.consumers) c.measure(now);
+    this.push(now);
   }
 
   // ---- parked messages ---------------------------------------------------------------------
@@ -374,13 +403,10 @@ export class PersistentGroup {
     if (this.stopped) return;
     this.parked.replay(stopAt);
     this.fill();
+    this.push();
   }
 
   // ---- what /info shows --------------------------------------------------------------------
-
-  get key(): string {
-    return `${this.stream}::${this.name}`;
-  }
 
   get statusText(): string {
     const flags: string[] = [this.isLive ? 'Live' : 'Behind'];
@@ -389,37 +415,53 @@ export class PersistentGroup {
   }
 
   get statistics() {
-    let live = 0;
-    for (let i = this.readHead; i < this.read.length; i++) if (this.read[i].live) live++;
+    const buffered = this.buffers.counts();
     return {
       totalItems: this.totalItems,
       countSinceLastMeasurement: this.countSinceMeasurement,
       averagePerSecond: this.averagePerSecond,
-      lastCheckpointed: this.lastCheckpointed,
+      lastCheckpointed: this.checkpoints.lastWritten,
       lastKnown: this.lastKnown,
-      lastProcessed: this.lastHandedOutEventNumber,
-      readBufferCount: this.read.length - this.readHead,
-      liveBufferCount: live,
-      retryBufferCount: this.retry.length + this.replayed.length,
+      lastProcessed: this.lastHandedOut,
+      readBufferCount: buffered.read,
+      liveBufferCount: buffered.live,
+      retryBufferCount: buffered.retry + buffered.replayed,
       outstandingMessagesCount: this.outstanding.size,
       parkedMessageCount: this.parked.count(),
       oldestParkedMessage: this.parked.oldestAgeSeconds(),
-      // The reference counts only push connections and what is in flight to them (§1.9); the node
-      // has no push transport, so there are no connections. Messages handed out to HTTP pulls and
-      // not yet settled are in flight to their consumers all the same (issue 21 over the reference).
-      connectionCount: 0,
+      connectionCount: this.consumers.size,
+      // The reference counts what is in flight to push connections (§1.9); messages handed out to
+      // HTTP pulls and not yet settled are in flight to their consumers all the same (issue 21).
       totalInFlightMessages: this.outstanding.size,
+    };
+  }
+
+  info(): GroupInfo {
+    const s = this.statistics;
+    const text = (position: number) => (position >= 0 ? this.source.positionText(position) : undefined);
+    return {
+      source: this.source.name, group: this.name, status: this.statusText, settings: this.settings,
+      startFrom: this.source.positionText(this.settings.startFrom),
+      parkedStream: this.parked.streamId,
+      averagePerSecond: s.averagePerSecond, totalItems: s.totalItems, countSinceLastMeasurement: s.countSinceLastMeasurement,
+      lastCheckpointedPosition: text(s.lastCheckpointed), lastKnownPosition: text(s.lastKnown),
+      lastCheckpointed: s.lastCheckpointed, lastKnown: s.lastKnown, lastProcessed: s.lastProcessed,
+      readBufferCount: s.readBufferCount, liveBufferCount: s.liveBufferCount, retryBufferCount: s.retryBufferCount,
+      outstandingMessagesCount: s.outstandingMessagesCount, totalInFlightMessages: s.totalInFlightMessages,
+      parkedMessageCount: s.parkedMessageCount, oldestParkedMessage: s.oldestParkedMessage,
+      connections: [...this.consumers].map((c) => c.info()),
     };
   }
 
   /** How many messages each in-memory structure holds (the bounds are in limits.ts). */
   get heldMessages() {
+    const buffered = this.buffers.counts();
     return {
-      readBuffer: this.read.length - this.readHead,
-      retry: this.retry.length,
-      replayed: this.replayed.length,
+      readBuffer: buffered.read,
+      retry: buffered.retry,
+      replayed: buffered.replayed,
       leased: this.outstanding.size,
-      unhandled: this.unhandled.size,
+      unhandled: this.checkpoints.unhandledCount,
       replayPending: this.parked.pendingReplayCount,
     };
   }

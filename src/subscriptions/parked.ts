@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, nowMicros, OutOfSpaceError, proposedEvent, visibilityOf, type Store,
+  ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, nowMicros, OutOfSpaceError, proposedEvent, visibilityOf, type EventRecord,
+  type Store,
 } from '../store/index.js';
 import type { Message } from './message.js';
 
@@ -34,15 +35,17 @@ export class ParkedMessages {
   private truncating = false;
   private truncateAgain = false;
 
+  /** `positionOf`: a replayed event's position in the group's source, when its park link does not note it. */
   constructor(private readonly store: Store, readonly streamId: string, private readonly log: Logger,
-    private readonly readBatchSize: number, private readonly callbacks: ParkedCallbacks) {}
+    private readonly readBatchSize: number, private readonly positionOf: (record: EventRecord) => number,
+    private readonly callbacks: ParkedCallbacks) {}
 
   /** Writes the park link; the message counts as unhandled (holding the checkpoint) until it is durable. */
   park(m: Message, reason: string): void {
     const target = m.event.event
       ? `${m.event.event.eventNumber}@${m.event.event.streamId}`
       : m.event.link!.data.toString('utf8');
-    const metadata = { added: new Date().toISOString(), reason, subscriptionEventNumber: m.eventNumber };
+    const metadata = { added: new Date().toISOString(), reason, subscriptionEventNumber: m.position };
     const event = proposedEvent({ eventType: LINK_EVENT_TYPE, data: target, isJson: false, metadata: JSON.stringify(metadata), idempotent: false });
     this.writesInFlight++;
     void (async () => {
@@ -136,8 +139,8 @@ export class ParkedMessages {
         this.pendingReplayed.add(link.eventNumber);
         messages.push({
           event: { event: e.event }, id: link.eventId.toString('hex'),
-          eventNumber: subscriptionEventNumberOf(link.metadata) ?? e.event.eventNumber,
-          retryCount: 0, seq: -1, previousEventNumber: -1, parkedNumber: link.eventNumber, expiresAt: 0, live: false,
+          position: subscriptionEventNumberOf(link.metadata) ?? this.positionOf(e.event),
+          retryCount: 0, seq: -1, previousPosition: -1, parkedNumber: link.eventNumber, expiresAt: 0, live: false, sentAt: 0,
         });
       }
       this.replayedUpTo = from + count;

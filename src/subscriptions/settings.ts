@@ -3,14 +3,17 @@
 // are those of the established servers' HTTP API, so existing clients and scripts behave the same.
 
 import { MAX_BUFFER_SIZE } from './limits.js';
-import { DomainError } from '../errors.js';
+import { SettingsError } from './errors.js';
 
 export const STRATEGIES = ['RoundRobin', 'DispatchToSingle', 'Pinned', 'PinnedByCorrelation'] as const;
 export type ConsumerStrategyName = (typeof STRATEGIES)[number];
 
 export interface GroupSettings {
   resolveLinkTos: boolean;
-  /** First event number to deliver when the group has no checkpoint; -1: only events appended from now on. */
+  /**
+   * Where to start when the group has no checkpoint: the first event number (a stream group) or
+   * log position (a `$all` group) to deliver; -1: only events appended from now on.
+   */
   startFrom: number;
   extraStatistics: boolean;
   messageTimeoutMs: number;
@@ -42,9 +45,14 @@ export const DEFAULT_SETTINGS: Readonly<GroupSettings> = Object.freeze({
   namedConsumerStrategy: 'RoundRobin',
 });
 
-/** A group's settings a client sent that cannot be used (the message says which and why). */
-export class SettingsError extends DomainError {
-  readonly code = 'SUBSCRIPTION_SETTINGS';
+/** A `$all` group's filter, as clients give it and the definitions document keeps it. */
+export interface FilterDefinition {
+  on: 'streamName' | 'eventType';
+  /** Wins over the prefixes when given. */
+  regex?: string;
+  prefixes: string[];
+  /** Records of the log scanned per read (the clients' max search window); undefined: the node's page. */
+  window?: number;
 }
 
 /** HTTP body field (lower-cased) → setting. */
@@ -103,13 +111,16 @@ export function settingsFromBody(body: unknown): GroupSettings {
     if (!found) throw new SettingsError(`Consumer strategy ${String(strategy)} does not exist.`);
     settings.namedConsumerStrategy = found;
   }
-  const result = settings as unknown as GroupSettings;
-  validateSettings(result);
+  return settings as unknown as GroupSettings;
+}
+
+/** The rules for settings a client sends (a create or an update, through any door). */
+export function checkClientSettings(s: GroupSettings): void {
+  validateSettings(s);
   // Checked on what clients send, not in validateSettings: a definition stored before the bound keeps loading.
-  if (result.bufferSize > MAX_BUFFER_SIZE) {
-    throw new SettingsError(`Buffer Size (${result.bufferSize}) must not exceed ${MAX_BUFFER_SIZE}, the most a group buffers on this node`);
+  if (s.bufferSize > MAX_BUFFER_SIZE) {
+    throw new SettingsError(`Buffer Size (${s.bufferSize}) must not exceed ${MAX_BUFFER_SIZE}, the most a group buffers on this node`);
   }
-  return result;
 }
 
 export function validateSettings(s: GroupSettings): void {
@@ -119,7 +130,7 @@ export function validateSettings(s: GroupSettings): void {
   if (s.bufferSize <= s.readBatchSize) {
     throw new SettingsError(`BufferSize (${s.bufferSize}) must be larger than ReadBatchSize (${s.readBatchSize})`);
   }
-  if (s.startFrom < -1) throw new SettingsError(`Start From (${s.startFrom}) must be -1 (live) or a stream event number`);
+  if (s.startFrom < -1) throw new SettingsError(`Start From (${s.startFrom}) must be -1 (live) or a position in the source`);
   const nonNegative: [keyof GroupSettings, string][] = [
     ['messageTimeoutMs', 'Message Timeout'], ['maxRetryCount', 'Max Retry Count'],
     ['checkPointAfterMs', 'Checkpoint After'], ['minCheckPointCount', 'Min Checkpoint Count'],
@@ -133,12 +144,12 @@ export function validateSettings(s: GroupSettings): void {
   }
 }
 
-/** The settings as /info echoes them (the HTTP body's field names). */
-export function settingsJson(s: GroupSettings): Record<string, unknown> {
+/** The settings as /info echoes them (the HTTP body's field names); `startPosition` as the source writes positions. */
+export function settingsJson(s: GroupSettings, startPosition: string): Record<string, unknown> {
   return {
     resolveLinktos: s.resolveLinkTos,
     startFrom: s.startFrom,
-    startPosition: String(s.startFrom),
+    startPosition,
     messageTimeoutMilliseconds: s.messageTimeoutMs,
     extraStatistics: s.extraStatistics,
     maxRetryCount: s.maxRetryCount,
@@ -156,8 +167,11 @@ export function settingsJson(s: GroupSettings): Record<string, unknown> {
 
 /** One entry of the persisted configuration document (field names of the established servers). */
 export interface PersistedEntry {
+  /** The stream, or `$all`. */
   stream: string;
   group: string;
+  /** `$all` groups only. */
+  filter?: FilterDefinition;
   resolveLinkTos: boolean;
   extraStatistics: boolean;
   messageTimeout: number;
@@ -175,10 +189,11 @@ export interface PersistedEntry {
   namedConsumerStrategy: string;
 }
 
-export function toEntry(stream: string, group: string, s: GroupSettings): PersistedEntry {
+/** `startPosition`: the start as the source writes positions ('42', or 'C:42/P:42' for `$all`). */
+export function toEntry(stream: string, group: string, s: GroupSettings, startPosition: string, filter?: FilterDefinition): PersistedEntry {
   return {
-    stream, group, resolveLinkTos: s.resolveLinkTos, extraStatistics: s.extraStatistics, messageTimeout: s.messageTimeoutMs,
-    startFrom: s.startFrom, startPosition: String(s.startFrom), liveBufferSize: s.liveBufferSize, historyBufferSize: s.bufferSize,
+    stream, group, ...(filter ? { filter } : {}), resolveLinkTos: s.resolveLinkTos, extraStatistics: s.extraStatistics, messageTimeout: s.messageTimeoutMs,
+    startFrom: s.startFrom, startPosition, liveBufferSize: s.liveBufferSize, historyBufferSize: s.bufferSize,
     maxRetryCount: s.maxRetryCount, readBatchSize: s.readBatchSize, preferRoundRobin: s.namedConsumerStrategy === 'RoundRobin',
     checkPointAfter: s.checkPointAfterMs, minCheckPointCount: s.minCheckPointCount, maxCheckPointCount: s.maxCheckPointCount,
     maxSubscriberCount: s.maxSubscriberCount, namedConsumerStrategy: s.namedConsumerStrategy,
@@ -192,7 +207,9 @@ export function fromEntry(e: Partial<PersistedEntry>): GroupSettings | undefined
     ? STRATEGIES.find((s) => s === e.namedConsumerStrategy)
     : (e.preferRoundRobin === false ? 'DispatchToSingle' : 'RoundRobin');
   if (!strategy) return undefined;
-  const startPosition = e.startPosition !== undefined && e.startPosition !== '' ? Number(e.startPosition) : undefined;
+  // A stream's event number, or `$all`'s C:commit/P:prepare (equal on this node).
+  const text = typeof e.startPosition === 'string' ? e.startPosition.replace(/^C:(-?\d+)\/P:-?\d+$/, '$1') : '';
+  const startPosition = text !== '' ? Number(text) : undefined;
   const settings: GroupSettings = {
     resolveLinkTos: e.resolveLinkTos === true,
     startFrom: startPosition !== undefined && Number.isSafeInteger(startPosition) ? startPosition : num(e.startFrom, 0),

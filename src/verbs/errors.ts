@@ -17,3 +17,12 @@ export class AccessDeniedError extends DomainError {
 export class InvalidFilterError extends DomainError {
   readonly code = 'INVALID_FILTER';
 }
+
+/** The principal is not what the operation takes: authenticated, or a member of `$ops` (or `$admins`). */
+export class NotAuthorizedError extends DomainError {
+  readonly code = 'NOT_AUTHORIZED';
+
+  constructor(readonly needs: 'authenticated' | 'ops', what: string) {
+    super(`${what} takes ${needs === 'ops' ? 'a member of $ops or $admins' : 'an authenticated user'}`);
+  }
+}

@@ -1,4 +1,4 @@
-import { DomainError, type LogErrorCode, type VerbErrorCode } from '../../errors.js';
+import { DomainError, type LogErrorCode, type SubscriptionErrorCode, type VerbErrorCode } from '../../errors.js';
 import { ExpectedVersion } from '../../store/index.js';
 import type { KnownDomainError, WithCode } from '../errors.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
@@ -61,16 +61,31 @@ export function notLeader(host: string, port: number): Status {
   };
 }
 
+/** The persistent-subscription refusals name the group (`<g>`) and its source (`<s>`: a stream, or `$all`) in message and trailers. */
+function groupStatus(code: Status['code'], exception: string, message: string, stream: string, group: string, more: Record<string, string> = {}): Status {
+  return { code, message, trailers: { exception, 'stream-name': stream, 'group-name': group, ...more } };
+}
+
+export function subscriptionNotFound(stream: string, group: string): Status {
+  return groupStatus(GrpcStatus.NOT_FOUND, 'persistent-subscription-does-not-exist',
+    `Subscription group ${group} on stream ${stream} does not exist.`, stream, group);
+}
+
+export function subscriptionFailed(stream: string, group: string, reason: string): Status {
+  return groupStatus(GrpcStatus.INTERNAL, 'persistent-subscription-failed',
+    `Subscription group ${group} on stream ${stream} failed: '${reason}'`, stream, group, { reason });
+}
+
 export function fail(status: Status): never {
   throw new StatusError(status);
 }
 
 /**
- * The domain errors the gRPC door can meet: its methods are the streams' verbs, which meet the
- * log's errors and their own. A method that reaches another subsystem widens this, and its codes
- * then need an answer below to compile.
+ * The domain errors the gRPC door can meet: its methods are the streams' and the persistent
+ * subscriptions' verbs, which meet the log's errors, the subscriptions' and their own. A method
+ * that reaches another subsystem widens this, and its codes then need an answer below to compile.
  */
-type GrpcDoorCode = LogErrorCode | VerbErrorCode;
+type GrpcDoorCode = LogErrorCode | VerbErrorCode | SubscriptionErrorCode;
 
 const NOT_READY: Status = { code: GrpcStatus.UNAVAILABLE, message: 'Server Is Not Ready' };
 
@@ -90,7 +105,19 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   // As over HTTP (507): the message says which file and when writes resume.
   OUT_OF_SPACE: (e) => ({ code: GrpcStatus.RESOURCE_EXHAUSTED, message: e.message }),
   ACCESS_DENIED: () => accessDenied(),
+  NOT_AUTHORIZED: () => accessDenied(),
   INVALID_FILTER: (e) => invalidArgument(e.message),
+  SUBSCRIPTION_NOT_FOUND: (e) => subscriptionNotFound(e.stream, e.group),
+  SUBSCRIPTION_EXISTS: (e) => groupStatus(GrpcStatus.ALREADY_EXISTS, 'persistent-subscription-exists',
+    `Subscription group ${e.group} on stream ${e.stream} exists.`, e.stream, e.group),
+  SUBSCRIPTION_FULL: (e) => groupStatus(GrpcStatus.FAILED_PRECONDITION, 'maximum-subscribers-reached',
+    `Maximum subscriptions reached for subscription group ${e.group} on stream ${e.stream}.`, e.stream, e.group),
+  SUBSCRIPTION_DROPPED: (e) => groupStatus(GrpcStatus.CANCELLED, 'persistent-subscription-dropped',
+    `Subscription group ${e.group} on stream ${e.stream} was dropped.`, e.stream, e.group),
+  // The established server answers a refused definition (and a restart in the wrong state) as a failure with the reason.
+  SUBSCRIPTION_SETTINGS: (e) => subscriptionFailed(e.stream, e.group, e.message),
+  SUBSCRIPTION_LIMIT: (e) => subscriptionFailed(e.stream, e.group, e.message),
+  SUBSCRIPTIONS_NOT_READY: (e) => subscriptionFailed(e.stream, e.group, e.message),
 };
 
 /** The status of a verb's or the store's error; undefined for a fault of ours (answered INTERNAL and logged). */

@@ -9,6 +9,7 @@ import { GrpcServer, type CallContext } from './server.js';
 import { GrpcStatus } from './status.js';
 import { supportedMethods } from './server-features.js';
 import { appendHandler, batchAppendHandler, deleteHandler, readHandler, type StreamsDoor } from './streams.js';
+import * as persistent from './persistent.js';
 
 // The gRPC door: the established server's client protocol (event_store.client.*) on the node's
 // own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
@@ -29,6 +30,7 @@ export interface GrpcDoorContext {
 }
 
 const STREAMS = 'event_store.client.streams.Streams';
+const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscriptions';
 
 export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   const { config } = ctx;
@@ -48,6 +50,14 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   server.add(methodOf(STREAMS, 'BatchAppend'), { kind: 'bidi', handle: batchAppendHandler(door) }, appendLimits);
   server.add(methodOf(STREAMS, 'Delete'), { kind: 'unary', handle: deleteHandler(door, false) });
   server.add(methodOf(STREAMS, 'Tombstone'), { kind: 'unary', handle: deleteHandler(door, true) });
+  server.add(methodOf(PERSISTENT, 'Create'), { kind: 'unary', handle: persistent.createHandler(door) });
+  server.add(methodOf(PERSISTENT, 'Update'), { kind: 'unary', handle: persistent.updateHandler(door) });
+  server.add(methodOf(PERSISTENT, 'Delete'), { kind: 'unary', handle: persistent.deleteHandler(door) });
+  server.add(methodOf(PERSISTENT, 'Read'), { kind: 'bidi', handle: persistent.readHandler(door) });
+  server.add(methodOf(PERSISTENT, 'GetInfo'), { kind: 'unary', handle: persistent.getInfoHandler(door) });
+  server.add(methodOf(PERSISTENT, 'List'), { kind: 'unary', handle: persistent.listHandler(door) });
+  server.add(methodOf(PERSISTENT, 'ReplayParked'), { kind: 'unary', handle: persistent.replayParkedHandler(door) });
+  server.add(methodOf(PERSISTENT, 'RestartSubsystem'), { kind: 'unary', handle: persistent.restartHandler(door) });
   const features = methodOf('event_store.client.server_features.ServerFeatures', 'GetSupportedMethods');
   server.add(features, { kind: 'unary', handle: async () => supportedMethods(server.paths()) });
   return server;

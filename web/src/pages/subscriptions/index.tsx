@@ -128,7 +128,7 @@ function Group({ stream, group, session }: { stream: string; group: string; sess
                 <tbody>
                   {g.connections.map((c: any, i: number) => (
                     <tr key={i}><td>{c.from}</td><td>{c.username}</td><td>{c.connectionName}</td><td>{c.inFlightMessages}</td>
-                      <td>{c.availableSlots}</td><td>{formatNumber(c.totalItems)}</td></tr>
+                      <td>{c.availableSlots}</td><td>{formatNumber(c.totalItemsProcessed)}</td></tr>
                   ))}
                 </tbody>
               </table>
