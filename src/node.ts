@@ -3,7 +3,7 @@ import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
-import { SCAVENGE_STATE_DIR, Store, type SpaceEvent } from './store/index.js';
+import { freeBytes, SCAVENGE_STATE_DIR, Store, type SpaceEvent } from './store/index.js';
 import { AccessControl, UserStore } from './auth/index.js';
 import { openDoors, SendQueue, type Doors, type NodeControl, type ReloadOutcome, type Route } from './api/index.js';
 import { createVerbs } from './verbs/index.js';
@@ -245,7 +245,7 @@ async function openStore(config: Config, log: Logger): Promise<Store> {
 /** One line when writes start failing for space and one when they succeed again, however many requests meet it between. */
 function logSpaceEpisode(log: Logger, dir: string, e: SpaceEvent): void {
   if (e.kind === 'full') {
-    const free = freeBytesIn(dir);
+    const free = freeBytes(dir);
     log.error({ dir, freeBytes: free, reason: e.error.reason, since: e.since.toISOString() },
       `writes refused: no space left on device (${e.error.reason}); ${mib(free)} free on the data directory's file system; `
       + `writes resume by themselves once ${mib(e.error.resumeFreeBytes)} is free there (refused writes answer 507 meanwhile)`);
@@ -253,15 +253,6 @@ function logSpaceEpisode(log: Logger, dir: string, e: SpaceEvent): void {
     const ms = e.until.getTime() - e.since.getTime();
     log.info({ outOfSpaceMs: ms, refusedWrites: e.refusedWrites, since: e.since.toISOString() },
       `writes succeed again after ${(ms / 1000).toFixed(1)} s without space; ${e.refusedWrites} writes were refused meanwhile`);
-  }
-}
-
-function freeBytesIn(dir: string): number | undefined {
-  try {
-    const s = statfsSync(dir);
-    return s.bavail * s.bsize;
-  } catch {
-    return undefined;
   }
 }
 

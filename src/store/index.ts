@@ -67,7 +67,7 @@ export { nowMicros } from './clock.js';
 // database (scavenge/state.ts, a RocksDB of its own under <db>/scavenging) opens too.
 export { restoreBackup, DatabaseInUseError } from './restore.js';
 export { BackupInvalidError } from './backup-format.js';
-export { Rocks, type BatchOp } from './rocks.js';
+export { freeBytes, Rocks, type BatchOp } from './rocks.js';
 
 const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
 /** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */

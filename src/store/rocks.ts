@@ -86,7 +86,8 @@ function mib(bytes: number | undefined): string {
   return bytes === undefined ? 'unknown' : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-function freeBytes(dir: string): number | undefined {
+/** Bytes free to this process on the file system holding `dir` (undefined when it cannot be read). */
+export function freeBytes(dir: string): number | undefined {
   try {
     const s = statfsSync(dir);
     return s.bavail * s.bsize;
