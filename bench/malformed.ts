@@ -342,6 +342,8 @@ const GENERATORS: Record<string, Gen[]> = {
   'POST /subscriptions/:stream/:group/ack': settle('ack', false),
   'POST /subscriptions/:stream/:group/nack/:messageid': settle('nack', true),
   'POST /subscriptions/:stream/:group/nack': settle('nack', false),
+  // Takes no input: nothing of it can be malformed.
+  'POST /subscriptions/restart': [],
   'POST /subscriptions/:stream/:group/replayParked': [
     (pick, f) => ({ method: 'POST', path: `/subscriptions/${f.stream}/${f.group}/replayParked?stopAt=${pick(['abc', '-1', '1.5', '%00', '99999999999999999'])}` }),
     (pick, f) => ({ method: 'POST', path: `${groupPath(pick, f)}/replayParked` }),
