@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { methodOf } from '../src/api/grpc/codecs.js';
 import { NODE_MAIN, startServer } from './processes.js';
+import { cpuMs } from './cpu.js';
 
 // `npm run bench:grpc` (and part of `npm run bench`): the gRPC door beside the HTTP door in the
 // same run, on the same node, with the same client model (CONCURRENCY calls in flight on kept-
@@ -122,38 +123,70 @@ function httpCall(agent: Agent, url: string, method: string, path: string, body?
   });
 }
 
+/** One measured run: calls/s, and the CPU each side spent per call (node: /proc; this client: process.cpuUsage). */
+interface Rate { perSecond: number; nodeUs: number; clientUs: number; perCommit: number; commitMs: number }
+
+let NODE_PID = 0;
+let NODE_URL = '';
+
+/** The writer's lifetime totals from /stats (commits = items / mean items per commit). */
+async function writerTotals(): Promise<{ items: number; commits: number; delayMs: number }> {
+  const res = await fetch(`${NODE_URL}/stats`, { headers: { authorization: AUTH, accept: 'application/json' } });
+  const w = ((await res.json()) as { svc: { writer: { meanFlushSize: number; meanFlushDelayMs: number }; queue: { writer: { totalItemsProcessed: number } } } }).svc;
+  const items = w.queue.writer.totalItemsProcessed;
+  const commits = w.writer.meanFlushSize > 0 ? items / w.writer.meanFlushSize : 0;
+  return { items, commits, delayMs: commits * w.writer.meanFlushDelayMs };
+}
+
 /** Calls/s of `op` with CONCURRENCY in flight for `seconds`; every call must succeed. */
-async function callsPerSecond(op: (i: number) => Promise<boolean>, seconds: number): Promise<number> {
+async function callsPerSecond(op: (i: number) => Promise<boolean>, seconds: number): Promise<Rate> {
   const until = performance.now() + seconds * 1000;
   let done = 0;
   let failed = 0;
   let i = 0;
+  const writer0 = await writerTotals();
+  const node0 = cpuMs(NODE_PID) ?? NaN;
+  const client0 = process.cpuUsage();
   await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
     while (performance.now() < until) {
       if (!(await op(i++))) failed++;
       done++;
     }
   }));
+  const client = process.cpuUsage(client0);
+  const node = (cpuMs(NODE_PID) ?? NaN) - node0;
+  const writer1 = await writerTotals();
   if (failed > 0) throw new Error(`${failed} calls failed`);
-  return done / seconds;
+  const commits = writer1.commits - writer0.commits;
+  return {
+    perSecond: done / seconds, nodeUs: (node * 1000) / done, clientUs: (client.user + client.system) / done,
+    perCommit: (writer1.items - writer0.items) / commits, commitMs: (writer1.delayMs - writer0.delayMs) / commits,
+  };
 }
+
+const best = (a: Rate | undefined, b: Rate): Rate => (a === undefined || b.perSecond > a.perSecond ? b : a);
 
 /**
  * gRPC and HTTP in turns (warm-up of each, then ROUNDS alternating measurements of SECONDS),
  * the better round of each: on a shared 2-core machine one round of either can be unlucky.
  */
-async function pair(grpcOp: (i: number) => Promise<boolean>, httpOp: (i: number) => Promise<boolean>): Promise<{ grpc: number; http: number }> {
+async function pair(grpcOp: (i: number) => Promise<boolean>, httpOp: (i: number) => Promise<boolean>): Promise<{ grpc: Rate; http: Rate }> {
   await callsPerSecond(grpcOp, WARMUP);
-  if (ONLY.includes('grpc-only')) return { grpc: await callsPerSecond(grpcOp, SECONDS), http: NaN }; // profiling the gRPC door alone
+  const none: Rate = { perSecond: NaN, nodeUs: NaN, clientUs: NaN, perCommit: NaN, commitMs: NaN };
+  if (ONLY.includes('grpc-only')) return { grpc: await callsPerSecond(grpcOp, SECONDS), http: none }; // profiling the gRPC door alone
   await callsPerSecond(httpOp, WARMUP);
-  let grpc = 0;
-  let http = 0;
+  let grpc: Rate | undefined;
+  let http: Rate | undefined;
   for (let round = 0; round < ROUNDS; round++) {
-    grpc = Math.max(grpc, await callsPerSecond(grpcOp, SECONDS));
-    http = Math.max(http, await callsPerSecond(httpOp, SECONDS));
+    grpc = best(grpc, await callsPerSecond(grpcOp, SECONDS));
+    http = best(http, await callsPerSecond(httpOp, SECONDS));
   }
-  return { grpc, http };
+  return { grpc: grpc!, http: http! };
 }
+
+const cpuLine = (r: { grpc: Rate; http: Rate }) =>
+  `node CPU/call HTTP ${r.http.nodeUs.toFixed(0)} µs, gRPC ${r.grpc.nodeUs.toFixed(0)} µs; client CPU/call HTTP ${r.http.clientUs.toFixed(0)} µs, gRPC ${r.grpc.clientUs.toFixed(0)} µs`
+  + (r.grpc.perCommit > 0 ? `; appends per commit HTTP ${r.http.perCommit.toFixed(1)}, gRPC ${r.grpc.perCommit.toFixed(1)} (write ${r.http.commitMs.toFixed(2)} / ${r.grpc.commitMs.toFixed(2)} ms)` : '');
 
 /**
  * Counts ReadResp messages by their content arm (1: event, 8: caught_up) without decoding or
@@ -270,6 +303,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? tmpdir(), 'svc-bench-grpc-'));
   const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'],
     CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []);
+  NODE_PID = server.pid;
+  NODE_URL = server.url;
   // The window a streaming client gives the server (the Rust client, which the Node client reads
   // through, asks for megabytes too): the default 64 KiB would measure round trips, not the node.
   const session = connect(server.url, { settings: { initialWindowSize: 4 * 1024 * 1024 } });
@@ -284,8 +319,8 @@ async function main(): Promise<void> {
         async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),
           { 'Content-Type': 'application/vnd.eventstore.events+json' })).status === 201,
       );
-      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call`, http: r.http * n, grpc: r.grpc * n, unit: 'events/s' });
-      log(`  append ${n}: HTTP ${int(r.http)} calls/s, gRPC ${int(r.grpc)} calls/s`);
+      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call`, http: r.http.perSecond * n, grpc: r.grpc.perSecond * n, unit: 'events/s' });
+      log(`  append ${n}: HTTP ${int(r.http.perSecond)} calls/s, gRPC ${int(r.grpc.perSecond)} calls/s; ${cpuLine(r)}`);
     }
     if (ONLY.includes('read')) {
       const readReq = (stream: string) => frame(read.requestSerialize({
@@ -301,8 +336,8 @@ async function main(): Promise<void> {
         async (i) => (await httpCall(agent, server.url, 'GET', `/streams/r-${i % 100}/0/forward/20?embed=body`, undefined,
           { Accept: 'application/vnd.eventstore.atom+json' })).status === 200,
       );
-      rows.push({ what: '20-event reads', http: r.http, grpc: r.grpc, unit: 'reads/s' });
-      log(`  read 20: HTTP ${int(r.http)} reads/s, gRPC ${int(r.grpc)} reads/s`);
+      rows.push({ what: '20-event reads', http: r.http.perSecond, grpc: r.grpc.perSecond, unit: 'reads/s' });
+      log(`  read 20: HTTP ${int(r.http.perSecond)} reads/s, gRPC ${int(r.grpc.perSecond)} reads/s; ${cpuLine(r)}`);
     }
 
     // Persistent subscription delivery: the same stream through a group for each door.
