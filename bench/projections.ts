@@ -227,7 +227,8 @@ async function main(): Promise<void> {
     const ceiling = unsandboxed(store);
     // Only the measured projection runs: the system projections would share the two cores.
     const manager = new ProjectionManager(store, quiet, {
-      memoryLimitMb: 512, executionTimeoutMs: 10_000, maxStateBytes: 0, partitionCache: 10_000, runProjections: 'All', startStandardProjections: false,
+      memoryLimitMb: 512, executionTimeoutMs: 10_000, maxStateBytes: 0, partitionCache: 10_000, maxEmitsPerEvent: 0, runProjections: 'All',
+      startStandardProjections: false,
     });
     await manager.start();
     const { perSecond, projection } = await catchUp(manager, store);

@@ -264,6 +264,7 @@ function projectionOptions(config: Config): ManagerOptions {
   return {
     memoryLimitMb: config.projectionMemoryLimit, executionTimeoutMs: config.projectionExecutionTimeout,
     maxStateBytes: config.maxProjectionStateSize, partitionCache: config.projectionPartitionCache,
+    maxEmitsPerEvent: config.maxProjectionEmitsPerEvent,
     runProjections: config.runProjections as RunProjections, startStandardProjections: config.startStandardProjections,
   };
 }

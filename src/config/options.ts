@@ -186,6 +186,10 @@ export const OPTIONS = {
     kind: 'size', group: 'Projections', default: 0, min: 0, max: 16 * 1024 * 1024,
     help: 'Largest state + result of one projection partition, in bytes (0: no limit of its own; a partition is still stored as one event within --max-append-size); a projection over it faults.',
   },
+  maxProjectionEmitsPerEvent: {
+    kind: 'int', group: 'Projections', default: 250_000, min: 0, max: 100_000_000,
+    help: 'Events one event may make a projection emit (emit, linkTo, linkStreamTo, copyTo) before the projection faults (0: no limit of its own; the sandbox\'s --projection-memory-limit still bounds them).',
+  },
   maxAppendSize: {
     kind: 'size', group: 'Database', default: 4 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
     help: 'Largest data + metadata of one event, in bytes; larger events answer 413.',

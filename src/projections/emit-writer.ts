@@ -5,6 +5,7 @@ import type { EmittedEvent } from './sandbox.js';
 import { encodeCheckpointBody, readTag, tagMetadata, type PartitionValue } from './checkpoint-codec.js';
 import type { CheckpointContent } from './partition-cache.js';
 import { event, WriteSet } from './write-set.js';
+import { LoopSlices } from '../loop-slices.js';
 import {
   checkpointStream, emittedStreamsStream, EVENT, partitionCheckpointStream, partitionResultStream, partitionsStream,
 } from './streams.js';
@@ -14,6 +15,8 @@ import {
 // itself as one set of writes for ONE store transaction. The writer owns the rules of writing
 // into a stream the projection emits to (it must be the projection's own, and what an older
 // epoch wrote there is hidden); checkpoint bodies and tags come from checkpoint-codec.ts.
+// A checkpoint's emitted events are made into writes in slices of the event loop's time (one
+// event may emit hundreds of thousands), as the store then builds and writes them (client-writes.ts).
 
 /** Bounds the streams a run remembers having claimed; a forgotten one is checked again from its last event. */
 const OWNED_STREAMS_CACHE = 10_000;
@@ -58,7 +61,8 @@ export class EmitWriter {
   /** Keeps what a batch emitted and its result changes for the next checkpoint. */
   add(emitted: readonly EmittedEvent[], results: readonly [string, string | null][]): void {
     // One handler may emit any number of events: never spread them into a call's arguments.
-    for (const e of emitted) this.emitted.push(e);
+    if (this.emitted.length === 0) this.emitted = emitted.slice();
+    else for (const e of emitted) this.emitted.push(e);
     for (const r of results) this.results.push(r);
   }
 
@@ -103,10 +107,11 @@ export class EmitWriter {
    * The checkpoint at `position`: what is pending (after the events `atCheckpoint` adds, given
    * the tag), then the partitions and the root checkpoint. What was pending is in it now.
    */
-  checkpoint(position: number, content: CheckpointContent, atCheckpoint?: (tag: Record<string, unknown>) => EmittedEvent[]): PreparedWrite {
+  async checkpoint(position: number, content: CheckpointContent,
+    atCheckpoint?: (tag: Record<string, unknown>) => EmittedEvent[]): Promise<PreparedWrite> {
     const { writes, tag } = this.begin(position);
     for (const e of atCheckpoint?.(tag) ?? []) this.emitted.push(e);
-    this.addEmitted(writes, tag);
+    await this.addEmitted(writes, tag);
     this.addResults(writes, tag);
     this.addCheckpoint(writes, tag, content, false);
     return this.prepared(writes);
@@ -117,9 +122,10 @@ export class EmitWriter {
    * without handlers) or one Result per partition in the order given; $Eof; and with checkpoints
    * (`content`), its last checkpoint, marked completed.
    */
-  complete(position: number, phase2: readonly [string, PartitionValue][] | undefined, content: CheckpointContent | undefined): PreparedWrite {
+  async complete(position: number, phase2: readonly [string, PartitionValue][] | undefined,
+    content: CheckpointContent | undefined): Promise<PreparedWrite> {
     const { writes, tag } = this.begin(position);
-    this.addEmitted(writes, tag);
+    await this.addEmitted(writes, tag);
     if (phase2 === undefined) this.addResults(writes, tag);
     else this.addQueryResults(writes, tag, phase2);
     const main = this.run.resultStreamName;
@@ -140,12 +146,20 @@ export class EmitWriter {
     return { writes: writes.toStreamWrites(), records: writes.count, visibleEvents };
   }
 
-  /** Emitted events, each with the tag added to its metadata; a stream new to the projection is tracked if asked. */
-  private addEmitted(writes: WriteSet, tag: Record<string, unknown>): void {
+  /**
+   * Emitted events, each with the tag added to its metadata; a stream new to the projection is
+   * tracked if asked. In slices: nothing else changes what is pending meanwhile (the projection
+   * waits for its checkpoint to start), and the streams claimed are the projection's own.
+   */
+  private async addEmitted(writes: WriteSet, tag: Record<string, unknown>): Promise<void> {
     // The tag's keys win over the emitted metadata's: appended last, JSON readers take the last duplicate.
     const tagJson = JSON.stringify(tag);
     const { name, trackEmittedStreams } = this.run;
-    for (const e of this.emitted) {
+    const emitted = this.emitted;
+    const slices = new LoopSlices();
+    for (let i = 0; i < emitted.length; i++) {
+      if ((i & 63) === 0 && slices.due()) await slices.next();
+      const e = emitted[i];
       const firstWrite = this.claim(writes, e.streamId);
       const own = JSON.stringify(e.metadata);
       const metadata = own === '{}' ? tagJson : `${own.slice(0, -1)},${tagJson.slice(1)}`;

@@ -41,7 +41,12 @@ export interface Engine {
   dispose(): void;
 }
 
-export interface EngineLimits { memoryLimitMb: number; timeoutMs: number }
+export interface EngineLimits {
+  memoryLimitMb: number;
+  timeoutMs: number;
+  /** Events one event may emit at most (MaxProjectionEmitsPerEvent); 0: no limit. */
+  maxEmitsPerEvent: number;
+}
 
 /** User JavaScript in an isolated-vm sandbox; events cross as one JSON text per batch. */
 export class JsEngine implements Engine {
@@ -64,7 +69,9 @@ export class JsEngine implements Engine {
       const problem = definitionProblem(sandbox.definition);
       if (problem) throw new DefinitionError(problem, sandbox.definition);
       const resultsPerEvent = writesRunningResults(sandbox.definition, run.mode);
-      const { plainEvents } = await sandbox.start({ emitEnabled: run.emitEnabled, resultsPerEvent, partitionCache: run.partitionCache }, stored);
+      const { plainEvents } = await sandbox.start({
+        emitEnabled: run.emitEnabled, resultsPerEvent, partitionCache: run.partitionCache, maxEmitsPerEvent: limits.maxEmitsPerEvent,
+      }, stored);
       const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), run.emitEnabled);
       return new JsEngine(sandbox, delivery, plainEvents);
     } catch (err) {

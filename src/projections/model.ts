@@ -58,4 +58,6 @@ export interface RuntimeLimits {
   maxStateBytes: number;
   /** Partitions a sandbox keeps resident when they can be read back from their checkpoints. */
   partitionCache: number;
+  /** Events one event may emit at most (MaxProjectionEmitsPerEvent); 0: no limit. */
+  maxEmitsPerEvent: number;
 }

@@ -146,6 +146,7 @@ export class Projection {
       const engine = await this.createEngine(this.persisted, {
         memoryLimitMb: this.limits.memoryLimitMb,
         timeoutMs: this.persisted.config.projectionExecutionTimeout ?? this.limits.executionTimeoutMs,
+        maxEmitsPerEvent: this.limits.maxEmitsPerEvent,
       }, root ? { '': [root.state, root.result] } : {}, this.checkpoints ? this.limits.partitionCache : 0);
       this.engine = engine;
       this.definition = engine.definition;
@@ -375,7 +376,7 @@ export class Projection {
     }
     const position = this.counters.position;
     const engine = this.engine;
-    const write = this.writer!.checkpoint(position, this.partitions.pending, (tag) => engine?.checkpointEvents?.(tag) ?? []);
+    const write = await this.writer!.checkpoint(position, this.partitions.pending, (tag) => engine?.checkpointEvents?.(tag) ?? []);
     const flight = this.partitions.beginWrite();
     this.since = sinceCheckpoint();
     // Checkpoint, states and emitted events stay one atomic batch; its fsync can wait for the
@@ -397,7 +398,7 @@ export class Projection {
     const position = this.counters.position;
     // With when, phase 2: root first, then in order of first appearance; without, results were written while running.
     const phase2 = this.definition!.handlerOrder.length === 0 ? undefined : this.partitions.ordered();
-    await this.writer!.write(this.writer!.complete(position, phase2, this.checkpoints ? this.partitions.pending : undefined));
+    await this.writer!.write(await this.writer!.complete(position, phase2, this.checkpoints ? this.partitions.pending : undefined));
     this.partitions.written(this.partitions.beginWrite());
     this.counters.lastCheckpointPosition = position;
     this.runStatus = 'Completed';

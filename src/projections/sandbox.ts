@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import type { SourceDefinition } from './language/source-definition.js';
 import { analyseEventUse, type EventUse } from './event-use.js';
+import { LoopSlices } from '../loop-slices.js';
 
 // One isolate per running projection: a memory limit for the whole isolate and a CPU time
 // limit per call. The projection language (language/prelude.js and the modules it imports) is
@@ -136,7 +137,8 @@ export class Sandbox {
    * Switches to the execution phase with the stored partition states ({partition: [state, result]}).
    * `plainEvents`: handlers get unfrozen event objects with only the fields they read (see event-use.ts).
    */
-  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean; partitionCache: number }, states: Record<string, StoredPartition>): Promise<{ plainEvents: boolean }> {
+  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean; partitionCache: number; maxEmitsPerEvent: number },
+    states: Record<string, StoredPartition>): Promise<{ plainEvents: boolean }> {
     const text = await this.entry.start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;
     return JSON.parse(text) as { plainEvents: boolean };
@@ -147,6 +149,8 @@ export class Sandbox {
    * With `collect` false the changed partitions are left for collect() (done at checkpoints).
    * Partitions of the batch that are not resident (with a partition cache) are read with `lookup`
    * and handed in before the batch runs: one more call, only for batches that need it.
+   * Many emitted events come after the outcome in pages (language/execution.js), parsed here
+   * between turns of the event loop.
    */
   async process(batch: string, collect = true, lookup: PartitionLookup = noneStored): Promise<BatchOutcome> {
     try {
@@ -160,7 +164,9 @@ export class Sandbox {
         const { needs } = JSON.parse(text) as { needs: string[] };
         text = await this.entry.supply.apply(undefined, [[JSON.stringify(lookup(needs))]], options) as string;
       }
-      const outcome = JSON.parse(text) as BatchOutcome;
+      const pages = text.indexOf('\n');
+      const outcome = JSON.parse(pages < 0 ? text : text.slice(0, pages)) as BatchOutcome;
+      if (pages >= 0) outcome.emitted = await emittedPages(text, pages + 1);
       if (outcome.resident !== undefined) this.resident = outcome.resident;
       return outcome;
     } catch (err) {
@@ -194,6 +200,20 @@ export class Sandbox {
   dispose(): void {
     if (!this.isolate.isDisposed) this.isolate.dispose();
   }
+}
+
+/** The emitted events of an outcome's pages (one JSON array per line from `from` on), a page per slice of the event loop at most. */
+async function emittedPages(text: string, from: number): Promise<EmittedEvent[]> {
+  const emitted: EmittedEvent[] = [];
+  const slices = new LoopSlices();
+  for (let start = from; start < text.length;) {
+    if (slices.due()) await slices.next();
+    const end = text.indexOf('\n', start);
+    const page = JSON.parse(text.slice(start, end < 0 ? text.length : end)) as EmittedEvent[];
+    for (const e of page) emitted.push(e);
+    start = end < 0 ? text.length : end + 1;
+  }
+  return emitted;
 }
 
 function noneStored(partitions: string[]): Record<string, StoredPartition> {

@@ -187,7 +187,7 @@ export class BatchBuilder implements StreamView {
     if (this.records.length === 0) return { ops: [], checkpoint: this.start, appended: undefined };
     const checkpoint: WriterCheckpoint = { nextPosition: this.position, nextStreamNumber: this.nextStreamNumber, recordCount: this.recordCount };
     const chunkTimes = this.deps.chunkTimes.ops(this.chunkTimes);
-    const ops = [...this.logOps, ...this.indexOps, ...this.idOps, ...this.ops, ...chunkTimes.ops];
+    const ops = this.logOps.concat(this.indexOps, this.idOps, this.ops, chunkTimes.ops);
     for (const [name, info] of this.infos) ops.push(streamInfoOp(name, info));
     ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(checkpoint)]);
     // What a restart may show at once: the commit position reached so far (a batch behind at most).

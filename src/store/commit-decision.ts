@@ -68,23 +68,33 @@ export function streamsOf(op: ClientOperation): string[] {
 
 /** The write door (write-rules.ts) for every stream the operation writes: the refusal, or undefined. */
 export function doorRefusal(op: ClientOperation, limits: WriteLimits): Refusal | undefined {
+  if (op.kind !== 'transaction') {
+    return writeRefusal(op.streamId, op.kind === 'append' ? op.events : undefined, op.kind === 'append' && op.reserved === true, limits);
+  }
+  for (const w of op.writes) {
+    const refused = writeRefusal(w.streamId, w.events, false, limits);
+    if (refused) return refused;
+  }
+  return undefined;
+}
+
+/**
+ * The write door for one write: its stream, and its events [from, to) (a large operation is
+ * checked a step at a time, its stream with the first step). The refusal, or undefined.
+ */
+export function writeRefusal(streamId: string, events: readonly ProposedEvent[] | undefined, reserved: boolean, limits: WriteLimits,
+  from = 0, to = events?.length ?? 0): Refusal | undefined {
   try {
-    if (op.kind === 'transaction') {
-      for (const w of op.writes) checkWrite(w.streamId, w.events, false, limits);
-    } else {
-      checkWrite(op.streamId, op.kind === 'append' ? op.events : undefined, op.kind === 'append' && op.reserved === true, limits);
+    if (from === 0) {
+      checkStreamName(streamId);
+      if (!reserved) checkNotReserved(streamId);
     }
+    if (events) checkEvents(streamId, events, limits, from, to);
     return undefined;
   } catch (err) {
     if (err instanceof InvalidWriteError) return { kind: 'refuse', error: err };
     throw err;
   }
-}
-
-function checkWrite(streamId: string, events: readonly ProposedEvent[] | undefined, reserved: boolean, limits: WriteLimits): void {
-  checkStreamName(streamId);
-  if (!reserved) checkNotReserved(streamId);
-  if (events) checkEvents(streamId, events, limits);
 }
 
 /** What the expected-version check needs of a stream. */

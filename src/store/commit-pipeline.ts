@@ -12,6 +12,8 @@ import type { AppendResult, ClientOperation, DeleteResult } from './commit-decis
 import type { Appended } from './batch-builder.js';
 import type { ShippedBatch } from './replicated-writes.js';
 import type { Removal } from './removals.js';
+import type { WriteThread } from './write-thread.js';
+import { LoopSlices } from '../loop-slices.js';
 
 // Commit once: every write goes through one pipeline, queue → batch → durable → visible →
 // publish. Writes wait in one queue; each turn a batch source (client-writes.ts, replicated-
@@ -26,6 +28,15 @@ import type { Removal } from './removals.js';
 // is planned from the same log end. While the disk is full (an out-of-space episode,
 // out-of-space.ts) an idle writer tries a write of its checkpoint every PROBE_MS, so the episode
 // ends, and whoever waits for it hears, as soon as RocksDB writes again, with or without clients.
+//
+// A large operation (client-writes.ts: thousands of events, as a projection checkpoint with a
+// burst of emitted events) is one batch too, but not one turn of the event loop: it is built in
+// slices, written on the write thread (write-thread.ts) as ONE atomic RocksDB write, and its
+// records are added to the log tail in slices, while reads, /ping and every other request are
+// served in between. Meanwhile the pipeline takes no other batch (commitLarge): every decision
+// and position of the large batch assumes the log as it was when the batch began, and the log
+// stays written in order, one batch after the other. A crash at any point leaves all of the
+// large batch or none of it.
 
 /** How often an idle writer tries whether RocksDB writes again after running out of space (RocksDB itself checks every 5 s). */
 const PROBE_MS = 1000;
@@ -84,8 +95,11 @@ export interface FailedBatch {
 }
 
 export interface BatchSource {
-  /** Takes from the head of the queue (whose first entry is its own) what goes in one batch, and builds it. */
-  take(queue: Pending[]): Batch | FailedBatch;
+  /**
+   * Takes from the head of the queue (whose first entry is its own) what goes in one batch, and
+   * builds it; a promise for a large batch built in slices (written with commitLarge).
+   */
+  take(queue: Pending[]): Batch | FailedBatch | Promise<Batch | FailedBatch>;
 }
 
 /**
@@ -113,12 +127,17 @@ export interface PipelineDeps {
   stats: WriterStats;
   /** Whether writes are refused for space (an episode), told of each refused and each successful write. */
   space: SpaceWatch;
+  /** Where large batches are written, off the event loop. */
+  writeThread: WriteThread;
   /** A cluster node: a follower's copies too are held until the leader's commit position passes them. */
   boundedReads: boolean;
   /** Called after a batch that wrote to the metastreams of these streams. */
   onMetadataChanged: (streamIds: Iterable<string>) => void;
   sources: { client: BatchSource; replicated: BatchSource; removal: BatchSource };
 }
+
+/** Records of a large batch added to the log tail between two looks at the clock (LoopSlices). */
+const TAIL_RECORDS_PER_STEP = 1024;
 
 export class CommitPipeline {
   /** The cluster's hold on this writer (ReplicationGate), if any. */
@@ -133,6 +152,8 @@ export class CommitPipeline {
   private publishedThrough = -1;
   /** Tries a write while an out-of-space episode lasts (see PROBE_MS). */
   private probe: NodeJS.Timeout | undefined;
+  /** A large batch is being built or written (commitLarge): no other batch is taken meanwhile. */
+  private largeUnderWay = false;
 
   constructor(private readonly deps: PipelineDeps) {}
 
@@ -180,12 +201,17 @@ export class CommitPipeline {
   }
 
   private flush(): void {
+    assert(!this.largeUnderWay, 'no batch is taken while a large one is built or written');
     const { stats, sources } = this.deps;
     stats.flushStarted();
     this.prioritiseClientWrites();
     const head = this.queue[0];
     const source = isClientWrite(head) ? sources.client : head.kind === 'replicated' ? sources.replicated : sources.removal;
     const batch = source.take(this.queue);
+    if (batch instanceof Promise) {
+      void this.commitLarge(batch);
+      return;
+    }
     if ('failure' in batch) {
       this.abandon(batch.taken, batch.failure);
       return;
@@ -242,19 +268,76 @@ export class CommitPipeline {
     this.deps.space.written();
   }
 
+  /**
+   * A large batch, built in slices (the promise), written on the write thread, its records added
+   * to the log tail in slices. The pipeline stays scheduled throughout, so no other batch is
+   * taken until this one is released: writes arriving meanwhile wait in the queue.
+   */
+  private async commitLarge(building: Promise<Batch | FailedBatch>): Promise<void> {
+    this.largeUnderWay = true;
+    const batch = await building;
+    if ('failure' in batch) {
+      this.largeUnderWay = false;
+      this.abandon(batch.taken, batch.failure);
+      return;
+    }
+    const gate = this.gate;
+    let writeMs = 0;
+    if (batch.ops.length > 0) {
+      const sync = batch.sync || (batch.origin === 'client' && gate !== undefined);
+      const started = performance.now();
+      try {
+        await this.deps.writeThread.write(batch.ops, sync, new LoopSlices());
+        this.unsynced = !sync;
+      } catch (err) {
+        this.largeUnderWay = false;
+        if (err instanceof OutOfSpaceError) this.outOfSpace(err, batch.taken.length);
+        this.abandon(batch.taken, err as Error);
+        return;
+      }
+      writeMs = performance.now() - started;
+      // Readers see none of it until it is released: they read up to the commit horizon.
+      const appended = batch.appended;
+      this.checkWritten(batch);
+      const slices = new LoopSlices();
+      if (appended) {
+        for (let from = 0; from < appended.records.length; from += TAIL_RECORDS_PER_STEP) {
+          if (slices.due()) await slices.next();
+          const to = from + TAIL_RECORDS_PER_STEP;
+          this.deps.tail.add(appended.records.slice(from, to).map((r) => r.position), appended.recordBytes.slice(from, to));
+        }
+      }
+      this.movedOn(batch);
+    }
+    this.largeUnderWay = false;
+    this.deps.stats.flushed(batch.taken.length, writeMs, this.queue.length);
+    this.release(batch, gate);
+    if (batch.ops.length > 0) this.deps.space.written();
+    this.afterFlush();
+  }
+
   /** The batch is written (durable, unless deferred-sync): the writer's state moves on. */
   private written(batch: Batch): void {
-    const { checkpoint, tail } = this.deps;
+    this.checkWritten(batch);
+    const appended = batch.appended;
+    if (appended) this.deps.tail.add(appended.records.map((r) => r.position), appended.recordBytes);
+    this.movedOn(batch);
+  }
+
+  private checkWritten(batch: Batch): void {
+    const { checkpoint } = this.deps;
     assert(batch.checkpoint.nextPosition >= checkpoint.nextPosition, 'the log never goes back');
     const appended = batch.appended;
     if (appended) {
       const { records } = appended;
       assert(records[0].position >= checkpoint.nextPosition && batch.checkpoint.nextPosition > records[records.length - 1].position,
         'a batch appends after the end of the log, and ends after its last record');
-      tail.add(records.map((r) => r.position), appended.recordBytes);
       this.deps.stats.recordsWritten += records.length;
     }
-    Object.assign(checkpoint, batch.checkpoint);
+  }
+
+  private movedOn(batch: Batch): void {
+    Object.assign(this.deps.checkpoint, batch.checkpoint);
     batch.written?.();
   }
 

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { metaKey } from './keys.js';
 import { isOutOfSpace, noSpaceReason, OutOfSpaceError } from './out-of-space.js';
+import { unpackOps } from './packed-ops.js';
 
 // The RocksDB handle and the few synchronous calls the store makes. The store serialises all
 // writes through one writer, and reads are short range scans, so synchronous native calls
@@ -12,6 +13,13 @@ import { isOutOfSpace, noSpaceReason, OutOfSpaceError } from './out-of-space.js'
 
 export interface Range { gte?: Buffer; gt?: Buffer; lt?: Buffer; lte?: Buffer; limit?: number; reverse?: boolean }
 export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buffer];
+
+/** See Rocks.packedBatch. */
+export interface PackedBatch {
+  add(part: Buffer): void;
+  write(sync: boolean): void;
+  close(): void;
+}
 
 const NO_OPTIONS = {};
 
@@ -103,6 +111,11 @@ function walBytes(dir: string): number {
   } catch {
     return 0;
   }
+}
+
+/** What a refused write throws: OutOfSpaceError when the file system is full, else the binding's error. */
+export function writeFailure(err: unknown): Error {
+  return isOutOfSpace(err) ? new OutOfSpaceError(noSpaceReason((err as Error).message), WRITE_BUFFER_BYTES) : err as Error;
 }
 
 export class Rocks {
@@ -204,11 +217,23 @@ export class Rocks {
       }
       batch._writeSync({ sync });
     } catch (err) {
-      if (isOutOfSpace(err)) throw new OutOfSpaceError(noSpaceReason((err as Error).message), WRITE_BUFFER_BYTES);
-      throw err;
+      throw writeFailure(err);
     } finally {
       void batch.close();
     }
+  }
+
+  /**
+   * A write batch filled from packed parts (packed-ops.ts) as they come, then written as ONE
+   * atomic batch: the write thread's (write-thread.ts). Closed once written or abandoned.
+   */
+  packedBatch(): PackedBatch {
+    const batch = this.db.batch();
+    return {
+      add: (part) => unpackOps(part, (key, value) => batch._put(key, value, NO_OPTIONS), (key) => batch._del(key, NO_OPTIONS)),
+      write: (sync) => batch._writeSync({ sync }),
+      close: () => { void batch.close(); },
+    };
   }
 
   /**

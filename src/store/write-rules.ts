@@ -88,10 +88,10 @@ export interface CheckedEvent {
   metadata: Buffer;
 }
 
-/** Throws InvalidWriteError for the first event of an append that breaks a rule. */
-export function checkEvents(streamId: string, events: readonly CheckedEvent[], limits: WriteLimits): void {
+/** Throws InvalidWriteError for the first event of an append that breaks a rule (of events [from, to), for a check in steps). */
+export function checkEvents(streamId: string, events: readonly CheckedEvent[], limits: WriteLimits, from = 0, to = events.length): void {
   const metastream = isMetastream(streamId);
-  for (let i = 0; i < events.length; i++) {
+  for (let i = from; i < to; i++) {
     const problem = eventProblem(events[i], limits) ?? (metastream ? metadataDocumentProblem(events[i]) : undefined);
     if (problem) {
       const where = events.length > 1 ? ` (event ${i})` : '';

@@ -20,6 +20,7 @@ import { ChunkTimes } from './chunk-times.js';
 import { SpaceReclaimer } from './space-reclaim.js';
 import { WriterStats } from './writer-stats.js';
 import { SpaceWatch } from './out-of-space.js';
+import { WriteThread } from './write-thread.js';
 
 // The single writer: the writes the store takes, each a queue entry carrying only what it needs,
 // and the one commit pipeline (commit-pipeline.ts) they all go through. Three batch sources feed
@@ -64,6 +65,7 @@ export class Writer {
   readonly space = new SpaceWatch();
   private readonly pipeline: CommitPipeline;
   private readonly reclaimer: SpaceReclaimer;
+  private readonly writeThread: WriteThread;
 
   constructor(deps: WriterDeps) {
     const { rocks, checkpoint, horizon } = deps;
@@ -73,8 +75,9 @@ export class Writer {
       commitPosition: deps.boundedReads ? () => horizon.visible.nextPosition : undefined,
     };
     this.reclaimer = new SpaceReclaimer(rocks);
+    this.writeThread = new WriteThread(rocks);
     this.pipeline = new CommitPipeline({
-      rocks, checkpoint, horizon, tail: deps.tail, bus: deps.bus, stats: this.stats, space: this.space, boundedReads: deps.boundedReads,
+      rocks, checkpoint, horizon, tail: deps.tail, bus: deps.bus, stats: this.stats, space: this.space, writeThread: this.writeThread, boundedReads: deps.boundedReads,
       onMetadataChanged: deps.onMetadataChanged,
       sources: {
         client: new ClientWrites({ ...builder, limits: deps.limits }),
@@ -143,5 +146,6 @@ export class Writer {
     const drained = this.pipeline.close();
     await this.reclaimer.close();
     await drained;
+    await this.writeThread.close();
   }
 }

@@ -72,6 +72,8 @@ export interface RunOptions {
   storedStates?: Record<string, string | null>;
   memoryLimitMb?: number;
   timeoutMs?: number;
+  /** Events one event may emit at most (--max-projection-emits-per-event; default: no limit). */
+  maxEmitsPerEvent?: number;
   /**
    * With checkpoints (the default) the projection checkpoints, and so collects the changed
    * partitions, after each batch whose events were all handled (its checkpointHandledThreshold
@@ -348,7 +350,7 @@ function newProjection(store: Store, p: PersistedProjection, opts: RunOptions,
   createEngine: ConstructorParameters<typeof Projection>[6]): Projection {
   return new Projection(p, ID, store, log, {
     memoryLimitMb: opts.memoryLimitMb ?? 32, executionTimeoutMs: opts.timeoutMs ?? 1000, maxStateBytes: 0,
-    partitionCache: opts.partitionCache ?? DEFAULT_PARTITION_CACHE,
+    partitionCache: opts.partitionCache ?? DEFAULT_PARTITION_CACHE, maxEmitsPerEvent: opts.maxEmitsPerEvent ?? 0,
   }, (id) => id === ID, createEngine);
 }
 

@@ -11,8 +11,14 @@ import { stateJson } from './state-json.js';
 
 export const batch = {
   emitEnabled: false,
+  /** Events one event may emit at most (MaxProjectionEmitsPerEvent); 0: no limit. */
+  maxEmitsPerEvent: 0,
   /** The events emitted by this batch's handlers so far. @type {EmittedEvent[]} */
   emitted: [],
+  /** Where the events emitted for the current event begin in `emitted`. */
+  eventStart: 0,
+  /** The current event emitted one event too many: it faults even if its handler caught the error. */
+  overLimit: false,
   /** The event being handled: it caused what is emitted. @type {WireEvent | null} */
   current: null,
 };
@@ -31,6 +37,25 @@ export function log() { logs.push(toLog(arguments)); }
 
 function requireEmit() {
   if (!batch.emitEnabled) fail("'emit' is not allowed by the projection/configuration/mode");
+}
+
+/** The fault of an event that emits more than MaxProjectionEmitsPerEvent events. */
+export function tooManyEmitsMessage() {
+  const max = batch.maxEmitsPerEvent;
+  return 'The projection emitted more than ' + max + ' events for one event, which exceeds the configured MaxProjectionEmitsPerEvent of ' + max + '.';
+}
+
+/**
+ * Keeps an emitted event for the batch: within the limit of events per event, which bounds what
+ * one event makes the host hold and write in one checkpoint (see Sandbox.process).
+ * @param {EmittedEvent} e
+ */
+function keep(e) {
+  if (batch.maxEmitsPerEvent > 0 && batch.emitted.length - batch.eventStart >= batch.maxEmitsPerEvent) {
+    batch.overLimit = true;
+    fail(tooManyEmitsMessage());
+  }
+  batch.emitted.push(e);
 }
 /**
  * The metadata of an emitted event: the given keys, $causedBy, and the $correlationId of the event that caused it.
@@ -75,7 +100,7 @@ export function emit(streamId, eventType, body, metadata) {
   if (body === null || body === undefined) fail('body must not be null');
   if (typeof body !== 'object') fail('object expected');
   if (arguments.length > 3 && (metadata === undefined || metadata === null)) fail('metadata must be an object');
-  batch.emitted.push({
+  keep({
     streamId: /** @type {string} */ (streamId), eventType: /** @type {string} */ (eventType), data: stateJson(body, 0), isJson: true,
     metadata: emittedMetadata(metadata),
   });
@@ -92,7 +117,7 @@ export function linkTo(streamId, event, metadata) {
   if (!event || typeof event.sequenceNumber !== 'number' || typeof event.streamId !== 'string') {
     fail('Invalid link to event ' + (event && event.sequenceNumber) + '@' + (event && event.streamId));
   }
-  batch.emitted.push({
+  keep({
     streamId: /** @type {string} */ (streamId), eventType: '$>', data: event.sequenceNumber + '@' + event.streamId, isJson: false,
     metadata: emittedMetadata(metadata),
   });
@@ -105,7 +130,7 @@ export function linkTo(streamId, event, metadata) {
 export function linkStreamTo(streamId, linkedStreamId, metadata) {
   requireEmit();
   nonEmpty(streamId, 'streamId'); nonEmpty(linkedStreamId, 'linkedStreamId');
-  batch.emitted.push({
+  keep({
     streamId: /** @type {string} */ (streamId), eventType: '$@', data: /** @type {string} */ (linkedStreamId), isJson: false,
     metadata: emittedMetadata(metadata),
   });
@@ -127,7 +152,7 @@ export function copyTo(streamId, event, metadata) {
     for (const k of Object.keys(source)) if (!k.startsWith('$') || k === '$correlationId') meta[k] = source[k];
   }
   if (metadata && typeof metadata === 'object') for (const k of Object.keys(metadata)) if (!k.startsWith('$')) meta[k] = metadata[k];
-  batch.emitted.push({
+  keep({
     streamId: /** @type {string} */ (streamId), eventType: event.eventType, data: event.bodyRaw === null ? '' : event.bodyRaw, isJson: event.isJson,
     metadata: emittedMetadata(meta),
   });
