@@ -14,7 +14,7 @@ export type LogErrorCode =
   | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT';
 
 /** The verbs' own refusals (src/verbs). */
-export type VerbErrorCode = 'ACCESS_DENIED' | 'INVALID_FILTER';
+export type VerbErrorCode = 'ACCESS_DENIED' | 'INVALID_FILTER' | 'NOT_PERMITTED';
 
 export type ProjectionErrorCode = 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'QUERY_SYNTAX';
 

@@ -14,7 +14,7 @@ import {
 } from '../src/store/index.js';
 import { SubscriptionError } from '../src/subscriptions/service.js';
 import { SettingsError } from '../src/subscriptions/settings.js';
-import { AccessDeniedError, InvalidFilterError } from '../src/verbs/index.js';
+import { AccessDeniedError, InvalidFilterError, NotPermittedError } from '../src/verbs/index.js';
 
 // The two doors' error tables (issue 30, errors one way): every domain error shares one base
 // and is answered by its code, over HTTP with the status, reason phrase, headers and body the
@@ -32,8 +32,9 @@ const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
   WRITE_TIMEOUT: new WriteTimeoutError('no quorum'),
   ACCESS_DENIED: new AccessDeniedError('s', 'r'),
   INVALID_FILTER: new InvalidFilterError('a bad filter'),
-  PROJECTION_NOT_FOUND: new ProjectionError('PROJECTION_NOT_FOUND', 'Projection p not found'),
-  PROJECTION_EXISTS: new ProjectionError('PROJECTION_EXISTS', 'Duplicate projection names : p'),
+  NOT_PERMITTED: new NotPermittedError('users', 'admin'),
+  PROJECTION_NOT_FOUND: new ProjectionError('PROJECTION_NOT_FOUND', 'Projection p not found', 'p'),
+  PROJECTION_EXISTS: new ProjectionError('PROJECTION_EXISTS', 'Duplicate projection names : p', 'p'),
   PROJECTION_REFUSED: new ProjectionError('PROJECTION_REFUSED', 'Projection name is required'),
   QUERY_SYNTAX: new QuerySyntaxError('Unexpected token at line 1, column 2', 1, 2),
   SUBSCRIPTION_NOT_FOUND: new SubscriptionError('SUBSCRIPTION_NOT_FOUND', "Group 'g' does not exist."),
@@ -69,6 +70,7 @@ const HTTP: { [C in DomainErrorCode]: Seen } = {
   WRITE_TIMEOUT: [500, 'Write timeout', TEXT, 'No quorum of the cluster held the write in time; it may or may not have been written.'],
   ACCESS_DENIED: [401, 'Unauthorized', null, '', { 'WWW-Authenticate': 'BasicCustom realm="SVC"' }],
   INVALID_FILTER: [400, 'Bad Request', TEXT, 'a bad filter'],
+  NOT_PERMITTED: [401, 'Unauthorized', null, ''],
   PROJECTION_NOT_FOUND: [404, 'Not Found', TEXT, 'Projection p not found'],
   PROJECTION_EXISTS: [409, 'Conflict', TEXT, 'Duplicate projection names : p'],
   PROJECTION_REFUSED: [400, 'Bad Request', TEXT, 'Projection name is required'],
@@ -127,6 +129,12 @@ describe('the HTTP table', () => {
     expect(httpSeen(new InvalidWriteError('$epochs', 'reserved', 'written by leaders only'))).toEqual([403, 'Forbidden', TEXT, 'written by leaders only']);
   });
 
+  it('answers a missing right as the route families of the established servers do', () => {
+    expect(httpSeen(new NotPermittedError('projections', 'ops'))).toEqual([401, 'Unauthorized', TEXT, 'Not Authorized']);
+    expect(httpSeen(new NotPermittedError('users', 'self'))).toEqual([401, 'Unauthorized', null, '']);
+    expect(httpSeen(new NotPermittedError('node', 'authenticated'))).toEqual(HTTP.ACCESS_DENIED);
+  });
+
   it('has no answer for a fault of ours', () => {
     expect(errorAnswer(new Error('a bug'))).toBeUndefined();
     expect(errorAnswer(new ReplicationMismatchError('a gap'))).toBeUndefined();
@@ -145,6 +153,12 @@ describe('the gRPC table', () => {
     WRITE_TIMEOUT: { code: 10, message: 'Operation timed out: no quorum of the cluster held the write in time; it may or may not have been written.' },
     ACCESS_DENIED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
     INVALID_FILTER: { code: 3, message: 'a bad filter' },
+    NOT_PERMITTED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
+    // NOT_FOUND without an exception key: the Node clients (24.6+) take it as their NotFoundError.
+    PROJECTION_NOT_FOUND: { code: 5, message: "Projection 'p' not found" },
+    PROJECTION_EXISTS: { code: 6, message: 'Duplicate projection names : p' },
+    PROJECTION_REFUSED: { code: 9, message: 'Projection name is required' },
+    QUERY_SYNTAX: { code: 3, message: 'Unexpected token at line 1, column 2' },
   };
 
   it.each(Object.entries(GRPC))('answers %s as the established server does', (code, status) => {
@@ -161,7 +175,7 @@ describe('the gRPC table', () => {
   it('leaves a wrong expected version to the method, and has no answer for what its door cannot meet', () => {
     expect(grpcStatusOf(ONE_OF_EACH.WRONG_EXPECTED_VERSION, 1000)).toBeUndefined();
     const elsewhere = Object.keys(ONE_OF_EACH).filter((code) => !(code in GRPC) && code !== 'WRONG_EXPECTED_VERSION') as DomainErrorCode[];
-    expect(elsewhere).toContain('PROJECTION_NOT_FOUND');
+    expect(elsewhere).toContain('SUBSCRIPTION_NOT_FOUND');
     for (const code of elsewhere) expect(grpcStatusOf(ONE_OF_EACH[code], 1000), code).toBeUndefined();
     expect(grpcStatusOf(new Error('a bug'), 1000)).toBeUndefined();
   });

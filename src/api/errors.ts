@@ -16,7 +16,7 @@ import type { BackupTargetError, BackupTargetProblem } from '../backup/target.js
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';
-import type { AccessDeniedError, InvalidFilterError } from '../verbs/index.js';
+import type { AccessDeniedError, InvalidFilterError, NotPermittedError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -127,7 +127,7 @@ export function badRequest(message: string): ApiError {
 /** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
 export type KnownDomainError =
   | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
-  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
+  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | NotPermittedError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
   | ScavengeAlreadyRunningError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
   | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
@@ -152,6 +152,8 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   WRITE_TIMEOUT: () => new ApiError('WRITE_TIMEOUT'),
   ACCESS_DENIED: () => new ApiError('ACCESS_DENIED'),
   INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
+  // Authentication asks for credentials (a challenge); a role or another's account is refused without a body, but the projections API refuses in words.
+  NOT_PERMITTED: (e) => new ApiError(e.right === 'authenticated' ? 'ACCESS_DENIED' : e.area === 'projections' ? 'NOT_AUTHORIZED' : 'UNAUTHORIZED'),
   PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
   PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
   PROJECTION_REFUSED: (e) => new ApiError('BAD_REQUEST', e.message),

@@ -17,3 +17,4 @@ export class AccessDeniedError extends DomainError {
 export class InvalidFilterError extends DomainError {
   readonly code = 'INVALID_FILTER';
 }
+

@@ -1,4 +1,4 @@
-import { DomainError, type LogErrorCode, type VerbErrorCode } from '../../errors.js';
+import { DomainError, type LogErrorCode, type ProjectionErrorCode, type VerbErrorCode } from '../../errors.js';
 import { ExpectedVersion } from '../../store/index.js';
 import type { KnownDomainError, WithCode } from '../errors.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
@@ -66,11 +66,10 @@ export function fail(status: Status): never {
 }
 
 /**
- * The domain errors the gRPC door can meet: its methods are the streams' verbs, which meet the
- * log's errors and their own. A method that reaches another subsystem widens this, and its codes
- * then need an answer below to compile.
+ * The domain errors the gRPC door can meet: the log's, the verbs' own and the projections'. A method that reaches another subsystem widens this, and its codes then need an
+ * answer below to compile.
  */
-type GrpcDoorCode = LogErrorCode | VerbErrorCode;
+type GrpcDoorCode = LogErrorCode | VerbErrorCode | ProjectionErrorCode;
 
 const NOT_READY: Status = { code: GrpcStatus.UNAVAILABLE, message: 'Server Is Not Ready' };
 
@@ -89,6 +88,12 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   }),
   ACCESS_DENIED: () => accessDenied(),
   INVALID_FILTER: (e) => invalidArgument(e.message),
+  NOT_PERMITTED: () => accessDenied(),
+  // The Node clients (24.6+) take NOT_FOUND without an exception key as their NotFoundError.
+  PROJECTION_NOT_FOUND: (e) => ({ code: GrpcStatus.NOT_FOUND, message: `Projection '${e.projection ?? ''}' not found` }),
+  PROJECTION_EXISTS: (e) => ({ code: GrpcStatus.ALREADY_EXISTS, message: e.message }),
+  PROJECTION_REFUSED: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),
+  QUERY_SYNTAX: (e) => invalidArgument(e.message),
 };
 
 /** The status of a verb's or the store's error; undefined for a fault of ours (answered INTERNAL and logged). */

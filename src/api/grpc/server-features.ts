@@ -7,6 +7,7 @@ import { VERSION_LINE } from '../../version.js';
 const FEATURES: Record<string, string[]> = {
   'event_store.client.streams.streams/read': ['position', 'events'],
   'event_store.client.streams.streams/batchappend': ['deadline_duration'],
+  'event_store.client.projections.projections/create': ['track_emitted_streams'],
 };
 
 export function supportedMethods(paths: readonly string[]): Record<string, unknown> {
