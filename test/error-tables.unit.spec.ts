@@ -7,14 +7,14 @@ import { BackupTargetError } from '../src/backup/target.js';
 import { DomainError, type DomainErrorCode } from '../src/errors.js';
 import { ProjectionError } from '../src/projections/manager.js';
 import { QuerySyntaxError } from '../src/projections/validate.js';
-import { BackupRunningError, ScavengeAlreadyRunningError } from '../src/scavenge/types.js';
+import { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError } from '../src/scavenge/types.js';
 import {
   BackupStoppedError, InvalidWriteError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, StoreClosedError, StreamDeletedError,
   WriteTimeoutError, WrongExpectedVersionError,
 } from '../src/store/index.js';
 import { SubscriptionError } from '../src/subscriptions/service.js';
 import { SettingsError } from '../src/subscriptions/settings.js';
-import { AccessDeniedError, InvalidFilterError, NotPermittedError } from '../src/verbs/index.js';
+import { AccessDeniedError, InvalidFilterError, InvalidRequestError, NotPermittedError } from '../src/verbs/index.js';
 
 // The two doors' error tables (issue 30, errors one way): every domain error shares one base
 // and is answered by its code, over HTTP with the status, reason phrase, headers and body the
@@ -33,6 +33,7 @@ const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
   ACCESS_DENIED: new AccessDeniedError('s', 'r'),
   INVALID_FILTER: new InvalidFilterError('a bad filter'),
   NOT_PERMITTED: new NotPermittedError('users', 'admin'),
+  INVALID_REQUEST: new InvalidRequestError('threads must be 4 or below'),
   PROJECTION_NOT_FOUND: new ProjectionError('PROJECTION_NOT_FOUND', 'Projection p not found', 'p'),
   PROJECTION_EXISTS: new ProjectionError('PROJECTION_EXISTS', 'Duplicate projection names : p', 'p'),
   PROJECTION_REFUSED: new ProjectionError('PROJECTION_REFUSED', 'Projection name is required'),
@@ -42,6 +43,7 @@ const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
   SUBSCRIPTION_LIMIT: new SubscriptionError('SUBSCRIPTION_LIMIT', 'no more groups'),
   SUBSCRIPTION_SETTINGS: new SettingsError('a bad setting'),
   SCAVENGE_ALREADY_RUNNING: new ScavengeAlreadyRunningError('id1'),
+  SCAVENGE_NOT_FOUND: new ScavengeNotFoundError('id3'),
   BACKUP_RUNNING: new BackupRunningError(),
   SCAVENGE_RUNNING: new ScavengeRunningError('id2'),
   BACKUP_ALREADY_RUNNING: new BackupAlreadyRunningError('/backups'),
@@ -71,6 +73,7 @@ const HTTP: { [C in DomainErrorCode]: Seen } = {
   ACCESS_DENIED: [401, 'Unauthorized', null, '', { 'WWW-Authenticate': 'BasicCustom realm="SVC"' }],
   INVALID_FILTER: [400, 'Bad Request', TEXT, 'a bad filter'],
   NOT_PERMITTED: [401, 'Unauthorized', null, ''],
+  INVALID_REQUEST: [400, 'Bad Request', TEXT, 'threads must be 4 or below'],
   PROJECTION_NOT_FOUND: [404, 'Not Found', TEXT, 'Projection p not found'],
   PROJECTION_EXISTS: [409, 'Conflict', TEXT, 'Duplicate projection names : p'],
   PROJECTION_REFUSED: [400, 'Bad Request', TEXT, 'Projection name is required'],
@@ -80,6 +83,7 @@ const HTTP: { [C in DomainErrorCode]: Seen } = {
   SUBSCRIPTION_LIMIT: [400, 'Bad Request', JSON_TYPE, 'Fail:no more groups'],
   SUBSCRIPTION_SETTINGS: [400, 'Bad Request', TEXT, 'a bad setting'],
   SCAVENGE_ALREADY_RUNNING: [400, 'Bad Request', TEXT, 'Scavenge is already running'],
+  SCAVENGE_NOT_FOUND: [404, 'Not Found', TEXT, 'Scavenge Id does not exist'],
   BACKUP_RUNNING: [400, 'Bad Request', TEXT, 'A backup is running'],
   SCAVENGE_RUNNING: [409, 'Conflict', TEXT, 'A scavenge is running (id2): stop it with DELETE /admin/scavenge/id2, back up, then start it again with POST /admin/scavenge (it resumes where it stopped).'],
   BACKUP_ALREADY_RUNNING: [409, 'Conflict', TEXT, 'A backup is already running (to /backups); one backup runs at a time.'],
@@ -154,11 +158,15 @@ describe('the gRPC table', () => {
     ACCESS_DENIED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
     INVALID_FILTER: { code: 3, message: 'a bad filter' },
     NOT_PERMITTED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
+    INVALID_REQUEST: { code: 3, message: 'threads must be 4 or below' },
     // NOT_FOUND without an exception key: the Node clients (24.6+) take it as their NotFoundError.
     PROJECTION_NOT_FOUND: { code: 5, message: "Projection 'p' not found" },
     PROJECTION_EXISTS: { code: 6, message: 'Duplicate projection names : p' },
     PROJECTION_REFUSED: { code: 9, message: 'Projection name is required' },
     QUERY_SYNTAX: { code: 3, message: 'Unexpected token at line 1, column 2' },
+    SCAVENGE_ALREADY_RUNNING: { code: 9, message: 'Scavenge is already running' },
+    SCAVENGE_NOT_FOUND: { code: 5, message: 'Scavenge id was invalid.', trailers: { exception: 'scavenge-not-found', 'scavenge-id': 'id3' } },
+    BACKUP_RUNNING: { code: 9, message: 'A backup is running: a scavenge starts once it has finished' },
   };
 
   it.each(Object.entries(GRPC))('answers %s as the established server does', (code, status) => {

@@ -1,13 +1,22 @@
+import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  KurrentDBClient, jsonEvent, NotFoundError, UnknownError,
+  KurrentDBClient, jsonEvent, AccessDeniedError, LoginConflictError, LoginNotFoundError, NotFoundError, ScavengeNotFoundError,
+  UnknownError, convertToCommandError,
 } from '@kurrent/kurrentdb-client';
-import { append, eventually, http, newEvent, startTestNode, uniq, type TestNode } from './support/node.js';
+import { UsersClient } from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/usermanagement_grpc_pb.js';
+import * as users from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/usermanagement_pb.js';
+import { OperationsClient } from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/operations_grpc_pb.js';
+import * as operations from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/operations_pb.js';
+import { Empty } from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/shared_pb.js';
+import { ADMIN, append, basic, eventually, http, newEvent, newUser, startTestNode, uniq, type TestNode } from './support/node.js';
 import { call } from './support/grpc.js';
 
 // The management services over gRPC with @kurrent/kurrentdb-client 1.3.1 (issue 32): projections
-// through the client's own calls, created on one door and read on the other. The node is plain:
-// the client's calls run as system.
+// through the client's own calls, created on one door and read on the other; users and operations
+// through the client's gRPC channel with its generated messages (the Node clients have no calls of
+// their own for them: the .NET, Java, Go and Python clients do). The node is plain: the client's
+// calls run as system unless a test puts a user's `authorization` in the metadata itself.
 
 let t: TestNode;
 let client: KurrentDBClient;
@@ -40,6 +49,32 @@ async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
 
 async function appendEvents(stream: string, n: number): Promise<void> {
   await client.appendToStream(stream, Array.from({ length: n }, (_, i) => jsonEvent({ type: 'Counted', data: { i } })));
+}
+
+/** A call of the client's gRPC channel with its generated messages, as the clients that have these calls make them. */
+function unary<C, R>(Client: new (...args: never[]) => C, method: keyof C & string, request: unknown, authorization?: string): Promise<R> {
+  const metadata = new Metadata();
+  if (authorization) metadata.set('authorization', authorization);
+  const execute = (client as unknown as { execute: (c: unknown, name: string, action: (g: any) => Promise<R>) => Promise<R> }).execute;
+  return execute(Client, method, (grpc) => new Promise<R>((resolve, reject) => {
+    grpc[method](request, metadata, { deadline: Date.now() + 10_000 }, (error: ServiceError | null, response: R) => {
+      if (error) reject(convertToCommandError(error));
+      else resolve(response);
+    });
+  }));
+}
+
+function serverStream<T>(Client: new (...args: never[]) => unknown, method: string, request: unknown, authorization?: string): Promise<T[]> {
+  const metadata = new Metadata();
+  if (authorization) metadata.set('authorization', authorization);
+  const execute = (client as unknown as { execute: (c: unknown, name: string, action: (g: any) => Promise<T[]>) => Promise<T[]> }).execute;
+  return execute(Client, method, (grpc) => new Promise<T[]>((resolve, reject) => {
+    const out: T[] = [];
+    const stream = grpc[method](request, metadata, { deadline: Date.now() + 10_000 });
+    stream.on('data', (m: T) => out.push(m));
+    stream.on('error', (error: ServiceError) => reject(convertToCommandError(error)));
+    stream.on('end', () => resolve(out));
+  }));
 }
 
 describe('projections', () => {
@@ -181,6 +216,132 @@ describe('projections', () => {
     await eventually(async () => expect((await client.getProjectionStatus(name)).projectionStatus).toBe('Running'), 10_000);
     await appendEvents(stream, 1);
     await eventually(async () => expect(await client.getProjectionState(name)).toEqual({ count: 3 }), 10_000);
+  });
+});
+
+describe('users', () => {
+  const options = <T extends { setLoginName(l: string): unknown }>(o: T, login: string) => {
+    o.setLoginName(login);
+    return o;
+  };
+
+  it('creates, reads, updates, disables, enables, resets and changes passwords, and deletes an account; HTTP sees each', async () => {
+    const login = uniq('grpc-user');
+    const create = new users.CreateReq.Options().setLoginName(login).setPassword('first-pw').setFullName('Grpc User').setGroupsList(['readers']);
+    await unary(UsersClient, 'create', new users.CreateReq().setOptions(create));
+    expect((await httpJson(`/users/${login}`)).data).toMatchObject({ loginName: login, fullName: 'Grpc User', groups: ['readers'], disabled: false });
+
+    const details = await serverStream<users.DetailsResp>(UsersClient, 'details', new users.DetailsReq().setOptions(options(new users.DetailsReq.Options(), login)));
+    expect(details).toHaveLength(1);
+    const d = details[0].getUserDetails()!;
+    expect([d.getLoginName(), d.getFullName(), d.getGroupsList(), d.getDisabled()]).toEqual([login, 'Grpc User', ['readers'], false]);
+    const ticks = BigInt(d.getLastUpdated()!.getTicksSinceEpoch());
+    expect(Math.abs(Number(ticks / 10_000n) - Date.now())).toBeLessThan(60_000);
+    const everyone = await serverStream<users.DetailsResp>(UsersClient, 'details', new users.DetailsReq().setOptions(new users.DetailsReq.Options()));
+    expect(everyone.map((r) => r.getUserDetails()!.getLoginName())).toEqual(expect.arrayContaining(['admin', 'ops', login]));
+
+    const update = options(new users.UpdateReq.Options(), login).setFullName('Renamed').setGroupsList(['writers', 'readers']);
+    await unary(UsersClient, 'update', new users.UpdateReq().setOptions(update));
+    expect((await httpJson(`/users/${login}`)).data).toMatchObject({ fullName: 'Renamed', groups: ['writers', 'readers'] });
+
+    await unary(UsersClient, 'disable', new users.DisableReq().setOptions(options(new users.DisableReq.Options(), login)));
+    expect((await http(t, '/users/$current', { authorization: basic(login, 'first-pw') })).status).toBe(401);
+    await unary(UsersClient, 'enable', new users.EnableReq().setOptions(options(new users.EnableReq.Options(), login)));
+    expect((await http(t, '/users/$current', { authorization: basic(login, 'first-pw') })).status).toBe(200);
+
+    await unary(UsersClient, 'resetPassword', new users.ResetPasswordReq().setOptions(options(new users.ResetPasswordReq.Options(), login).setNewPassword('second-pw')));
+    expect((await http(t, '/users/$current', { authorization: basic(login, 'second-pw') })).status).toBe(200);
+    // Changing a password is the account's own user's, who must know the current one.
+    const change = (current: string) => new users.ChangePasswordReq().setOptions(options(new users.ChangePasswordReq.Options(), login)
+      .setCurrentPassword(current).setNewPassword('third-pw'));
+    await expect(unary(UsersClient, 'changePassword', change('wrong'), basic(login, 'second-pw'))).rejects.toBeInstanceOf(AccessDeniedError);
+    await unary(UsersClient, 'changePassword', change('second-pw'), basic(login, 'second-pw'));
+    expect((await http(t, '/users/$current', { authorization: basic(login, 'third-pw') })).status).toBe(200);
+
+    await unary(UsersClient, 'delete', new users.DeleteReq().setOptions(options(new users.DeleteReq.Options(), login)));
+    expect((await http(t, `/users/${login}`)).status).toBe(404);
+  });
+
+  it('answers an unknown login user-not-found, a different re-create user-conflict, a bad name with the reason, a plain user access-denied', async () => {
+    const missing = uniq('nobody');
+    const notFound = await unary(UsersClient, 'enable', new users.EnableReq().setOptions(options(new users.EnableReq.Options(), missing))).catch((e) => e);
+    expect(notFound).toBeInstanceOf(LoginNotFoundError);
+    expect(notFound.LoginName).toBe(missing);
+    const login = await newUser(t, [], 'pw');
+    const again = new users.CreateReq.Options().setLoginName(login).setPassword('other').setFullName('Other');
+    await expect(unary(UsersClient, 'create', new users.CreateReq().setOptions(again))).rejects.toBeInstanceOf(LoginConflictError);
+    const badName = new users.CreateReq.Options().setLoginName('has space').setPassword('pw');
+    await expect(unary(UsersClient, 'create', new users.CreateReq().setOptions(badName))).rejects.toThrow(/LoginName must not contain spaces, slashes or colons/);
+    const asUser = new users.CreateReq.Options().setLoginName(uniq('x')).setPassword('pw');
+    await expect(unary(UsersClient, 'create', new users.CreateReq().setOptions(asUser), basic(login, 'pw'))).rejects.toBeInstanceOf(AccessDeniedError);
+    // A user reads its own account, not another's, nor the list.
+    const details = (of: string) => new users.DetailsReq().setOptions(options(new users.DetailsReq.Options(), of));
+    expect(await serverStream(UsersClient, 'details', details(login), basic(login, 'pw'))).toHaveLength(1);
+    await expect(serverStream(UsersClient, 'details', details('admin'), basic(login, 'pw'))).rejects.toBeInstanceOf(AccessDeniedError);
+    await expect(serverStream(UsersClient, 'details', details(''), basic(login, 'pw'))).rejects.toBeInstanceOf(AccessDeniedError);
+  });
+});
+
+describe('operations', () => {
+  it('starts a scavenge with threads, answers a second start InProgress with its id, and stops it', async () => {
+    await appendEvents(uniq('scavenged'), 10);
+    const start = (threads: number) => new operations.StartScavengeReq().setOptions(new operations.StartScavengeReq.Options().setThreadCount(threads));
+    const started = await unary<unknown, operations.ScavengeResp>(OperationsClient, 'startScavenge', start(2));
+    expect(started.getScavengeResult()).toBe(operations.ScavengeResp.ScavengeResult.STARTED);
+    const id = started.getScavengeId();
+    const second = await unary<unknown, operations.ScavengeResp>(OperationsClient, 'startScavenge', start(1)).catch(() => undefined);
+    if (second) {
+      // Unless the first finished meanwhile: then the second is a new one.
+      if (second.getScavengeResult() === operations.ScavengeResp.ScavengeResult.INPROGRESS) expect(second.getScavengeId()).toBe(id);
+      const stop = new operations.StopScavengeReq().setOptions(new operations.StopScavengeReq.Options().setScavengeId(second.getScavengeId()));
+      const stopped = await unary<unknown, operations.ScavengeResp>(OperationsClient, 'stopScavenge', stop).catch((e) => e);
+      if (!(stopped instanceof ScavengeNotFoundError)) expect(stopped.getScavengeResult()).toBe(operations.ScavengeResp.ScavengeResult.STOPPED);
+    }
+    await eventually(async () => expect((await httpJson('/admin/scavenge/current')).scavengeId).toBe(''), 20_000);
+    expect((await httpJson('/admin/scavenge/last')).scavengeResult).toMatch(/Success|Stopped/);
+  });
+
+  it('refuses what it cannot honour: a start chunk, more threads than four; an unknown stop is scavenge-not-found', async () => {
+    const options = new operations.StartScavengeReq.Options().setStartFromChunk(3);
+    await expect(unary(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(options)))
+      .rejects.toThrow(/startFromChunk 3 cannot be honoured/);
+    const threads = new operations.StartScavengeReq.Options().setThreadCount(9);
+    await expect(unary(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(threads))).rejects.toThrow(/threads must be 4 or below/);
+    const unknown = crypto.randomUUID();
+    const stop = new operations.StopScavengeReq().setOptions(new operations.StopScavengeReq.Options().setScavengeId(unknown));
+    const error = await unary(OperationsClient, 'stopScavenge', stop).catch((e) => e);
+    expect(error).toBeInstanceOf(ScavengeNotFoundError);
+    expect(error.scavengeId).toBe(unknown);
+    expect((await httpJson('/admin/scavenge/current')).scavengeId).toBe('');
+  });
+
+  it('merges indexes and resigns (a single node has nothing to give up); a plain user is refused', async () => {
+    await unary(OperationsClient, 'mergeIndexes', new Empty());
+    await unary(OperationsClient, 'resignNode', new Empty());
+    const login = await newUser(t, [], 'pw');
+    await expect(unary(OperationsClient, 'mergeIndexes', new Empty(), basic(login, 'pw'))).rejects.toBeInstanceOf(AccessDeniedError);
+    await expect(unary(OperationsClient, 'shutdown', new Empty(), basic(login, 'pw'))).rejects.toBeInstanceOf(AccessDeniedError);
+    expect((await http(t, '/ping')).status).toBe(200);
+  });
+
+  it('shuts the node down once it has answered', async () => {
+    const own = await startTestNode();
+    const ownClient = KurrentDBClient.connectionString(`kurrentdb://127.0.0.1:${new URL(own.url).port}?tls=false`);
+    try {
+      const execute = (ownClient as unknown as { execute: (c: unknown, name: string, action: (g: any) => Promise<void>) => Promise<void> }).execute;
+      await execute(OperationsClient, 'shutdown', (grpc) => new Promise<void>((resolve, reject) => {
+        grpc.shutdown(new Empty(), new Metadata(), (error: ServiceError | null) => (error ? reject(error) : resolve()));
+      }));
+      await eventually(async () => { await expect(fetch(`${own.url}/ping`)).rejects.toThrow(); }, 10_000);
+    } finally {
+      await ownClient.dispose();
+      await own.dispose().catch(() => undefined);
+    }
+  });
+
+  it('refuses an unknown method UNIMPLEMENTED rather than pretending: node priority is not served', async () => {
+    const r = await call(t.url, 'event_store.client.operations.Operations', 'SetNodePriority', [{ priority: 3 }], { authorization: ADMIN });
+    expect(r.status).toBe(12);
   });
 });
 

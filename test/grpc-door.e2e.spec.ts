@@ -52,7 +52,9 @@ describe('one port, two protocols', () => {
     expect(answer.event_store_server_version).toBe('24.10.0');
     const methods = answer.methods.map((m) => `${m.service_name}/${m.method_name}${m.features ? `:${m.features.join(',')}` : ''}`).sort();
     const projections = ['create:track_emitted_streams', 'delete', 'disable', 'enable', 'reset', 'restartsubsystem', 'result', 'state', 'statistics', 'update'];
+    const users = ['changepassword', 'create', 'delete', 'details', 'disable', 'enable', 'resetpassword', 'update'];
     expect(methods).toEqual([
+      ...['mergeindexes', 'resignnode', 'shutdown', 'startscavenge', 'stopscavenge'].map((m) => `event_store.client.operations.operations/${m}`),
       ...projections.map((m) => `event_store.client.projections.projections/${m}`),
       'event_store.client.server_features.serverfeatures/getsupportedmethods',
       'event_store.client.streams.streams/append',
@@ -60,6 +62,7 @@ describe('one port, two protocols', () => {
       'event_store.client.streams.streams/delete',
       'event_store.client.streams.streams/read:position,events',
       'event_store.client.streams.streams/tombstone',
+      ...users.map((m) => `event_store.client.users.users/${m}`),
     ]);
     // Every method listed answers (none is UNIMPLEMENTED). Without credentials (anonymous on this
     // node): the management methods refuse, so none of them acts (a shutdown, a scavenge).

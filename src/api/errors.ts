@@ -10,13 +10,13 @@ import type { ProjectionError } from '../projections/manager.js';
 import type { QuerySyntaxError } from '../projections/validate.js';
 import type { SubscriptionError } from '../subscriptions/service.js';
 import type { SettingsError } from '../subscriptions/settings.js';
-import type { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/types.js';
+import type { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError } from '../scavenge/types.js';
 import type { BackupAlreadyRunningError, ScavengeRunningError } from '../backup/service.js';
 import type { BackupTargetError, BackupTargetProblem } from '../backup/target.js';
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';
-import type { AccessDeniedError, InvalidFilterError, NotPermittedError } from '../verbs/index.js';
+import type { AccessDeniedError, InvalidFilterError, InvalidRequestError, NotPermittedError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -127,8 +127,8 @@ export function badRequest(message: string): ApiError {
 /** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
 export type KnownDomainError =
   | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
-  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | NotPermittedError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
-  | ScavengeAlreadyRunningError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
+  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | NotPermittedError | InvalidRequestError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
+  | ScavengeAlreadyRunningError | ScavengeNotFoundError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
   | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
 /** The class of KnownDomainError `E` that carries code `C`. */
@@ -154,6 +154,7 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
   // Authentication asks for credentials (a challenge); a role or another's account is refused without a body, but the projections API refuses in words.
   NOT_PERMITTED: (e) => new ApiError(e.right === 'authenticated' ? 'ACCESS_DENIED' : e.area === 'projections' ? 'NOT_AUTHORIZED' : 'UNAUTHORIZED'),
+  INVALID_REQUEST: (e) => new ApiError('BAD_REQUEST', e.message),
   PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
   PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
   PROJECTION_REFUSED: (e) => new ApiError('BAD_REQUEST', e.message),
@@ -163,6 +164,7 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   SUBSCRIPTION_LIMIT: (e) => new ApiError('SUBSCRIPTION_REFUSED', e.message),
   SUBSCRIPTION_SETTINGS: (e) => new ApiError('BAD_REQUEST', e.message),
   SCAVENGE_ALREADY_RUNNING: () => new ApiError('SCAVENGE_ALREADY_RUNNING'),
+  SCAVENGE_NOT_FOUND: () => new ApiError('SCAVENGE_NOT_FOUND'),
   BACKUP_RUNNING: () => new ApiError('BACKUP_RUNNING'),
   SCAVENGE_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),
   BACKUP_ALREADY_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),

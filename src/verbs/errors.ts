@@ -18,3 +18,7 @@ export class InvalidFilterError extends DomainError {
   readonly code = 'INVALID_FILTER';
 }
 
+/** A request a verb cannot carry out as asked (its reason says what to change); nothing was done. */
+export class InvalidRequestError extends DomainError {
+  readonly code = 'INVALID_REQUEST';
+}

@@ -1,31 +1,42 @@
 import type { Store } from '../store/index.js';
 import type { AccessControl } from '../auth/access.js';
+import type { UserStore } from '../auth/users.js';
 import type { ProjectionManager } from '../projections/manager.js';
+import type { Scavenger } from '../scavenge/scavenger.js';
 import { StreamVerbs } from './streams.js';
 import { SubscriptionVerbs } from './subscription.js';
 import { ProjectionVerbs } from './projections.js';
+import { UserVerbs } from './users.js';
+import { OperationVerbs, type NodeOperations } from './operations.js';
 
 // The verbs: what a client can do, once, for every door (src/api: HTTP/1.1 and gRPC).
 
 export { StreamVerbs, type AppendOutcome, type Direction } from './streams.js';
 export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllStart } from './subscription.js';
-export { AccessDeniedError, InvalidFilterError } from './errors.js';
+export { AccessDeniedError, InvalidFilterError, InvalidRequestError } from './errors.js';
 export { NotPermittedError, demand, permits, type Right } from './rights.js';
 export { makeFilter, matchesFilter, type EventFilter } from './filter.js';
 export { maxAppendBytes } from './limits.js';
 export type { ProjectionVerbs } from './projections.js';
+export type { UserVerbs } from './users.js';
+export type { OperationVerbs, ClusterMember } from './operations.js';
 
 export interface Verbs {
   readonly streams: StreamVerbs;
   readonly subscriptions: SubscriptionVerbs;
   readonly projections: ProjectionVerbs;
+  readonly users: UserVerbs;
+  readonly operations: OperationVerbs;
 }
 
-/** What the verbs act on: the log, its ACLs, and the subsystems the clients reach. */
+/** What the verbs act on: the log, its ACLs, and the subsystems and node controls the clients reach. */
 export interface VerbSubjects {
   store: Store;
   access: AccessControl;
   projections: ProjectionManager;
+  users: UserStore;
+  scavenger: Scavenger;
+  node: NodeOperations;
 }
 
 export function createVerbs(s: VerbSubjects): Verbs {
@@ -34,5 +45,7 @@ export function createVerbs(s: VerbSubjects): Verbs {
     streams,
     subscriptions: new SubscriptionVerbs(s.store, streams),
     projections: new ProjectionVerbs(s.projections),
+    users: new UserVerbs(s.users),
+    operations: new OperationVerbs(s.scavenger, s.node),
   };
 }

@@ -1,4 +1,4 @@
-import { DomainError, type LogErrorCode, type ProjectionErrorCode, type VerbErrorCode } from '../../errors.js';
+import { DomainError, type LogErrorCode, type MaintenanceErrorCode, type ProjectionErrorCode, type VerbErrorCode } from '../../errors.js';
 import { ExpectedVersion } from '../../store/index.js';
 import type { KnownDomainError, WithCode } from '../errors.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
@@ -61,15 +61,29 @@ export function notLeader(host: string, port: number): Status {
   };
 }
 
+export function userNotFound(login: string): Status {
+  return { code: GrpcStatus.NOT_FOUND, message: `User '${login}' is not found.`, trailers: { exception: 'user-not-found', 'login-name': login } };
+}
+
+export function userConflict(login: string): Status {
+  return { code: GrpcStatus.FAILED_PRECONDITION, message: 'Conflict.', trailers: { exception: 'user-conflict', 'login-name': login } };
+}
+
+export function scavengeNotFound(scavengeId: string): Status {
+  return { code: GrpcStatus.NOT_FOUND, message: 'Scavenge id was invalid.', trailers: { exception: 'scavenge-not-found', 'scavenge-id': scavengeId } };
+}
+
 export function fail(status: Status): never {
   throw new StatusError(status);
 }
 
 /**
- * The domain errors the gRPC door can meet: the log's, the verbs' own and the projections'. A method that reaches another subsystem widens this, and its codes then need an
+ * The domain errors the gRPC door can meet: the log's, the verbs' own, the projections' and a
+ * scavenge's. A method that reaches another subsystem widens this, and its codes then need an
  * answer below to compile.
  */
-type GrpcDoorCode = LogErrorCode | VerbErrorCode | ProjectionErrorCode;
+type GrpcDoorCode = LogErrorCode | VerbErrorCode | ProjectionErrorCode
+  | Extract<MaintenanceErrorCode, 'SCAVENGE_ALREADY_RUNNING' | 'SCAVENGE_NOT_FOUND' | 'BACKUP_RUNNING'>;
 
 const NOT_READY: Status = { code: GrpcStatus.UNAVAILABLE, message: 'Server Is Not Ready' };
 
@@ -89,11 +103,16 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   ACCESS_DENIED: () => accessDenied(),
   INVALID_FILTER: (e) => invalidArgument(e.message),
   NOT_PERMITTED: () => accessDenied(),
+  INVALID_REQUEST: (e) => invalidArgument(e.message),
   // The Node clients (24.6+) take NOT_FOUND without an exception key as their NotFoundError.
   PROJECTION_NOT_FOUND: (e) => ({ code: GrpcStatus.NOT_FOUND, message: `Projection '${e.projection ?? ''}' not found` }),
   PROJECTION_EXISTS: (e) => ({ code: GrpcStatus.ALREADY_EXISTS, message: e.message }),
   PROJECTION_REFUSED: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),
   QUERY_SYNTAX: (e) => invalidArgument(e.message),
+  // StartScavenge answers it as InProgress with the running scavenge's id (operations.ts).
+  SCAVENGE_ALREADY_RUNNING: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),
+  SCAVENGE_NOT_FOUND: (e) => scavengeNotFound(e.scavengeId),
+  BACKUP_RUNNING: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: `${e.message}: a scavenge starts once it has finished` }),
 };
 
 /** The status of a verb's or the store's error; undefined for a fault of ours (answered INTERNAL and logged). */

@@ -12,6 +12,8 @@ import { supportedMethods } from './server-features.js';
 import { appendHandler, batchAppendHandler, deleteHandler, readHandler, type StreamsDoor } from './streams.js';
 import type { ServedBy, ServiceDoor } from './door.js';
 import { registerProjections } from './projections.js';
+import { registerUsers } from './users.js';
+import { registerOperations } from './node-services.js';
 
 // The gRPC door: the established server's client protocol (event_store.client.*) on the node's
 // own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
@@ -59,6 +61,8 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   const features = methodOf('event_store.client.server_features.ServerFeatures', 'GetSupportedMethods');
   server.add(features, { kind: 'unary', handle: async () => supportedMethods(server.paths()) });
   registerProjections(server, services);
+  registerUsers(server, services);
+  registerOperations(server, services);
   return server;
 }
 

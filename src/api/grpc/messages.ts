@@ -133,3 +133,8 @@ export function protoValue(json: unknown): Message {
   }
 }
 
+/** 100 ns ticks since the Unix epoch, as decimal text (the int64 time fields of gossip and users). */
+export function ticksSinceEpoch(iso: string): string {
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) ? (BigInt(ms) * 10_000n).toString() : '0';
+}
