@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+import { constants } from 'node:http2';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -10,13 +12,17 @@ import { OperationsClient } from '@kurrent/kurrentdb-client/generated/kurrentdb/
 import * as operations from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/operations_pb.js';
 import { Empty } from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/shared_pb.js';
 import { ADMIN, append, basic, eventually, http, newEvent, newUser, startTestNode, uniq, type TestNode } from './support/node.js';
-import { call } from './support/grpc.js';
+import { call, frame, openSession, startCall } from './support/grpc.js';
+import { methodOf } from '../src/api/grpc/codecs.js';
 
 // The management services over gRPC with @kurrent/kurrentdb-client 1.3.1 (issue 32): projections
 // through the client's own calls, created on one door and read on the other; users and operations
 // through the client's gRPC channel with its generated messages (the Node clients have no calls of
-// their own for them: the .NET, Java, Go and Python clients do). The node is plain: the client's
-// calls run as system unless a test puts a user's `authorization` in the metadata itself.
+// their own for them: the .NET, Java, Go and Python clients do); gossip discovery with several
+// hosts and with +discover; Monitoring.Stats with a bare client (the Node clients have no generated
+// Monitoring client). The node is plain: the client's calls run as system unless a test puts
+// a user's `authorization` in the metadata itself. @eventstore/db-client 6.2.1 has its own file
+// (grpc-admin-client6.e2e.spec.ts): the two clients cannot share a process.
 
 let t: TestNode;
 let client: KurrentDBClient;
@@ -33,6 +39,7 @@ afterAll(async () => {
 });
 
 const PROJECTIONS = 'event_store.client.projections.Projections';
+const MONITORING = 'event_store.client.monitoring.Monitoring';
 const COUNTER = (stream: string) => `fromStream('${stream}').when({ $init: function () { return { count: 0 }; }, $any: function (s, e) { s.count += 1; return s; } })`;
 
 async function httpJson(path: string): Promise<any> {
@@ -112,7 +119,7 @@ describe('projections', () => {
     expect((await append(t, `${category}-MrWhiskers`, [newEvent('Meow'), newEvent('Meow'), newEvent('Meow')])).status).toBe(201);
     expect((await append(t, `${category}-Tom`, [newEvent('Meow')])).status).toBe(201);
     await eventually(async () => expect(await client.getProjectionState(name, { partition: `${category}-MrWhiskers` })).toBe(3), 10_000);
-    expect(await client.getProjectionState(name, { partition: `${category}-Tom` })).toBe(1);
+    await eventually(async () => expect(await client.getProjectionState(name, { partition: `${category}-Tom` })).toBe(1), 10_000);
     expect(await client.getProjectionResult(name, { partition: `${category}-MrWhiskers` })).toEqual({ seen: 3 });
     // A partition with nothing yet: an empty object, as the established server answers.
     expect(await client.getProjectionState(name, { partition: `${category}-Nobody` })).toEqual({});
@@ -304,7 +311,7 @@ describe('operations', () => {
   it('refuses what it cannot honour: a start chunk, more threads than four; an unknown stop is scavenge-not-found', async () => {
     const options = new operations.StartScavengeReq.Options().setStartFromChunk(3);
     await expect(unary(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(options)))
-      .rejects.toThrow(/startFromChunk 3 cannot be honoured/);
+      .rejects.toThrow(/startFromChunk 3 is not supported/);
     const threads = new operations.StartScavengeReq.Options().setThreadCount(9);
     await expect(unary(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(threads))).rejects.toThrow(/threads must be 4 or below/);
     const unknown = crypto.randomUUID();
@@ -342,6 +349,102 @@ describe('operations', () => {
   it('refuses an unknown method UNIMPLEMENTED rather than pretending: node priority is not served', async () => {
     const r = await call(t.url, 'event_store.client.operations.Operations', 'SetNodePriority', [{ priority: 3 }], { authorization: ADMIN });
     expect(r.status).toBe(12);
+  });
+});
+
+describe('discovery', () => {
+  async function deadPort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port: free } = server.address() as { port: number };
+    await new Promise((resolve) => server.close(resolve));
+    return free;
+  }
+
+  it('a connection string with several hosts finds the node through gossip (a dead seed is passed over)', async () => {
+    const seeds = KurrentDBClient.connectionString(`kurrentdb://admin:changeit@127.0.0.1:${await deadPort()},127.0.0.1:${port}?tls=false&discoveryInterval=50`);
+    try {
+      const stream = uniq('gossiped');
+      await seeds.appendToStream(stream, jsonEvent({ type: 'Found', data: {} }));
+      expect((await collect(seeds.readStream(stream))).map((e) => e.event?.type)).toEqual(['Found']);
+      expect(await seeds.getProjectionStatus('$by_category')).toMatchObject({ name: '$by_category' });
+    } finally {
+      await seeds.dispose();
+    }
+  });
+
+  it('+discover finds the node through gossip too', async () => {
+    const discover = KurrentDBClient.connectionString(`kurrentdb+discover://admin:changeit@127.0.0.1:${port}?tls=false`);
+    try {
+      const result = await discover.appendToStream(uniq('discovered'), jsonEvent({ type: 'Found', data: {} }));
+      expect(result.success).toBe(true);
+    } finally {
+      await discover.dispose();
+    }
+  });
+
+  it('Gossip.Read names this node alone, Leader and alive, at the address clients dial', async () => {
+    const { status, responses } = await call(t.url, 'event_store.client.gossip.Gossip', 'Read', [{}]);
+    expect(status).toBe(0);
+    const members = (responses[0] as { members: Record<string, any>[] }).members;
+    expect(members).toHaveLength(1);
+    expect(members[0]).toMatchObject({ state: 'Leader', is_alive: true, http_end_point: { address: '127.0.0.1', port: Number(port) } });
+    expect(members[0].instance_id.structured).toBeDefined();
+  });
+});
+
+describe('monitoring', () => {
+  /** Reads `count` messages of Monitoring.Stats, then cancels the call. */
+  async function statsMessages(count: number, period: string, authorization?: string): Promise<{ at: number; stats: Record<string, string> }[] | number> {
+    const session = openSession(t.url);
+    try {
+      const codec = methodOf(MONITORING, 'Stats');
+      const stream = startCall(session, `/${MONITORING}/Stats`, authorization ? { authorization } : {});
+      stream.end(frame(codec.requestSerialize({ refresh_time_period_in_ms: period })));
+      return await new Promise((resolve, reject) => {
+        const out: { at: number; stats: Record<string, string> }[] = [];
+        let pending = Buffer.alloc(0);
+        stream.on('data', (chunk: Buffer) => {
+          pending = Buffer.concat([pending, chunk]);
+          while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+            const body = pending.subarray(5, 5 + pending.readUInt32BE(1));
+            pending = pending.subarray(5 + body.length);
+            out.push({ at: Date.now(), stats: codec.responseDeserialize(Buffer.from(body)).stats as Record<string, string> });
+            if (out.length === count) {
+              stream.close(constants.NGHTTP2_CANCEL);
+              resolve(out);
+            }
+          }
+        });
+        stream.on('trailers', (trailers) => resolve(Number(trailers['grpc-status'])));
+        stream.on('response', (headers) => { if (headers['grpc-status'] !== undefined) resolve(Number(headers['grpc-status'])); });
+        stream.on('error', reject);
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  it('Monitoring.Stats streams the flat statistics, as text, once a period until the client cancels; the node goes on', async () => {
+    const messages = await statsMessages(3, '200', ADMIN);
+    if (typeof messages === 'number') throw new Error(`status ${messages}`);
+    expect(messages).toHaveLength(3);
+    const { stats } = messages[0];
+    expect(Number(stats['proc-mem'])).toBeGreaterThan(0);
+    expect(stats['proc-startTime']).toMatch(/^\d{4}-/);
+    expect(Object.keys(stats).some((k) => k.startsWith('sys-'))).toBe(true);
+    expect(Object.values(stats).every((v) => typeof v === 'string')).toBe(true);
+    // The same keys as GET /stats?group=false.
+    const flat = await httpJson('/stats?group=false');
+    expect(Object.keys(stats).filter((k) => !(k in flat))).toEqual([]);
+    expect(messages[2].at - messages[0].at).toBeGreaterThanOrEqual(300);
+    expect((await http(t, '/ping')).status).toBe(200);
+  });
+
+  it('takes any authenticated user, as GET /stats does (anonymous calls: the auth matrix)', async () => {
+    expect(await statsMessages(1, '100', basic('admin', 'wrong'))).toBe(16);
+    const login = await newUser(t, [], 'pw');
+    expect(Array.isArray(await statsMessages(1, '0', basic(login, 'pw')))).toBe(true);
   });
 });
 

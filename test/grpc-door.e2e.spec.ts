@@ -54,6 +54,8 @@ describe('one port, two protocols', () => {
     const projections = ['create:track_emitted_streams', 'delete', 'disable', 'enable', 'reset', 'restartsubsystem', 'result', 'state', 'statistics', 'update'];
     const users = ['changepassword', 'create', 'delete', 'details', 'disable', 'enable', 'resetpassword', 'update'];
     expect(methods).toEqual([
+      'event_store.client.gossip.gossip/read',
+      'event_store.client.monitoring.monitoring/stats',
       ...['mergeindexes', 'resignnode', 'shutdown', 'startscavenge', 'stopscavenge'].map((m) => `event_store.client.operations.operations/${m}`),
       ...projections.map((m) => `event_store.client.projections.projections/${m}`),
       'event_store.client.server_features.serverfeatures/getsupportedmethods',

@@ -74,11 +74,11 @@ describe('scavenge routes over a recording scavenger', () => {
     ]);
   });
 
-  it('refuses a start chunk it cannot honour with the reason, and starts nothing (the established servers take it and ignore it)', async () => {
+  it('refuses a start chunk it does not support with the reason, and starts nothing (the established servers take it and ignore it)', async () => {
     const before = scavenger.requests.length;
     const res = await post('?startFromChunk=7');
     expect(res.status).toBe(400);
-    expect(await res.text()).toBe('startFromChunk 7 cannot be honoured: a scavenge on this node always runs over every chunk up to its scavenge point '
+    expect(await res.text()).toBe('startFromChunk 7 is not supported: a scavenge on this node runs over every chunk up to its scavenge point '
       + '(chunks with nothing to remove are skipped by weight); start it from chunk 0.');
     expect(scavenger.requests.length).toBe(before);
   });

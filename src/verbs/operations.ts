@@ -31,10 +31,10 @@ export const SCAVENGE_RULES = {
   syncOnly: { message: 'syncOnly must be a boolean' },
   startFromChunk: {
     minimum: 0, message: 'startFromChunk must be a positive integer',
-    // A scavenge here works from its scavenge point's state over every chunk (accumulation, then
-    // execution weighed per chunk): skipping the chunks below one would leave their removable
-    // records in place while the index and cleaning phases take them as gone.
-    notHonoured: (chunk: number) => `startFromChunk ${chunk} cannot be honoured: a scavenge on this node always runs over every chunk `
+    // A run here executes every chunk up to its scavenge point whose weight is above the threshold
+    // (it starts at a later chunk only to resume a stopped run); skipping the chunks below a given
+    // one is not implemented, so asking for it is refused rather than ignored.
+    notHonoured: (chunk: number) => `startFromChunk ${chunk} is not supported: a scavenge on this node runs over every chunk `
       + 'up to its scavenge point (chunks with nothing to remove are skipped by weight); start it from chunk 0.',
   },
 } as const;

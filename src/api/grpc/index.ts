@@ -13,7 +13,7 @@ import { appendHandler, batchAppendHandler, deleteHandler, readHandler, type Str
 import type { ServedBy, ServiceDoor } from './door.js';
 import { registerProjections } from './projections.js';
 import { registerUsers } from './users.js';
-import { registerOperations } from './node-services.js';
+import { registerGossip, registerMonitoring, registerOperations } from './node-services.js';
 
 // The gRPC door: the established server's client protocol (event_store.client.*) on the node's
 // own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
@@ -63,6 +63,8 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   registerProjections(server, services);
   registerUsers(server, services);
   registerOperations(server, services);
+  registerGossip(server, services);
+  registerMonitoring(server, services);
   return server;
 }
 

@@ -1,12 +1,17 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseUuid } from '../../store/index.js';
 import { ScavengeAlreadyRunningError } from '../../scavenge/types.js';
+import { flattenStatistics } from '../../verbs/operations.js';
+import type { ClusterMember } from '../../verbs/index.js';
 import { methodOf } from './codecs.js';
 import type { ServiceDoor } from './door.js';
-import { optionsOf } from './messages.js';
+import { optionsOf, ticksSinceEpoch } from './messages.js';
 import type { CallContext, GrpcServer } from './server.js';
 
-// The node's own services: Operations (scavenge start and stop, merge indexes, shutdown, resign).
-// Each node answers for itself, as its HTTP admin routes do, through the same verbs
-// (src/verbs/operations.ts).
+// The node's own services: Operations (scavenge start and stop, merge indexes, shutdown, resign),
+// Gossip.Read (the members clients discover the leader by) and Monitoring.Stats (the node's
+// statistics, streamed). Each node answers for itself, as its HTTP admin, /gossip and /stats
+// routes do, through the same verbs (src/verbs/operations.ts).
 //
 // Not served (so not advertised): SetNodePriority (leadership is an etcd election here, in which
 // a priority has no part) and RestartPersistentSubscriptions (with the persistent subscriptions service).
@@ -14,6 +19,22 @@ import type { CallContext, GrpcServer } from './server.js';
 type Message = Record<string, unknown>;
 
 const OPERATIONS = 'event_store.client.operations.Operations';
+const GOSSIP = 'event_store.client.gossip.Gossip';
+const MONITORING = 'event_store.client.monitoring.Monitoring';
+
+/** VNodeState names the proto knows; a state it does not know is sent as Unknown. */
+const VNODE_STATES = new Set([
+  'Initializing', 'DiscoverLeader', 'Unknown', 'PreReplica', 'CatchingUp', 'Clone', 'Follower', 'PreLeader', 'Leader', 'Manager',
+  'ShuttingDown', 'Shutdown', 'ReadOnlyLeaderless', 'PreReadOnlyReplica', 'ReadOnlyReplica', 'ResigningLeader',
+]);
+
+/**
+ * Monitoring.Stats without a period sends one a second: the statistics' rates are sampled each
+ * second (stats/collector.ts), so faster adds nothing new; a period is at least 100 ms, so a
+ * client cannot make the node spin (the established server would, on 0).
+ */
+const DEFAULT_STATS_PERIOD_MS = 1000;
+const MIN_STATS_PERIOD_MS = 100;
 
 export function registerOperations(server: GrpcServer, door: ServiceDoor): void {
   const verbs = door.verbs.operations;
@@ -51,4 +72,56 @@ export function registerOperations(server: GrpcServer, door: ServiceDoor): void 
   // The node shuts down once this call's answer is out (its signal aborts when the call ends).
   empty('Shutdown', async (call) => call.signal.addEventListener('abort', verbs.shutdown(await caller(call)), { once: true }));
 
+}
+
+/** Gossip.Read: anyone may (the Node clients call it with no metadata at all); credentials sent must be right, as everywhere. */
+export function registerGossip(server: GrpcServer, door: ServiceDoor): void {
+  server.add(methodOf(GOSSIP, 'Read'), {
+    kind: 'unary',
+    handle: async (_request, call) => {
+      await door.callerOf(call, 'anyNode');
+      return { members: door.verbs.operations.members().map(memberInfo) };
+    },
+  });
+}
+
+export function registerMonitoring(server: GrpcServer, door: ServiceDoor): void {
+  const verbs = door.verbs.operations;
+  server.add(methodOf(MONITORING, 'Stats'), {
+    kind: 'serverStream',
+    handle: async (request, call, out) => {
+      const who = await door.callerOf(call, 'anyNode');
+      const asked = Number((request as Message).refresh_time_period_in_ms ?? 0);
+      const period = asked > 0 ? Math.max(MIN_STATS_PERIOD_MS, asked) : DEFAULT_STATS_PERIOD_MS;
+      while (!call.signal.aborted && !out.ended) {
+        if (!out.write({ stats: statsMessage(verbs.statistics(who)) })) await out.drained();
+        await sleep(period, undefined, { signal: call.signal }).catch(() => undefined);
+      }
+    },
+  });
+}
+
+/** Flat keys, values as text; the statistics this node has none of (null) are left out. */
+function statsMessage(grouped: Record<string, unknown>): Record<string, string> {
+  const stats: Record<string, string> = {};
+  for (const [key, value] of Object.entries(flattenStatistics(grouped))) {
+    if (value === null || value === undefined) continue;
+    stats[key] = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  }
+  return stats;
+}
+
+function memberInfo(m: ClusterMember): Message {
+  return {
+    instance_id: structuredUuid(m.instanceId), time_stamp: ticksSinceEpoch(m.timeStamp),
+    state: VNODE_STATES.has(m.state) ? m.state : 'Unknown', is_alive: m.isAlive,
+    http_end_point: { address: m.httpEndPointIp, port: m.httpEndPointPort },
+  };
+}
+
+/** The established server sends member ids in the structured form (two big-endian signed halves). */
+function structuredUuid(text: string): Message {
+  const bytes = parseUuid(text);
+  if (!bytes) return { string: text };
+  return { structured: { most_significant_bits: bytes.readBigInt64BE(0).toString(), least_significant_bits: bytes.readBigInt64BE(8).toString() } };
 }
