@@ -21,7 +21,7 @@ const EVENTS = Number(process.env.BENCH_GRPC_EVENTS ?? 1_000_000);
 const CONCURRENCY = 32;
 const ROUNDS = 2;
 const CATCH_UP_TARGET = 300_000;
-/** BENCH_GRPC_ONLY=append,read,catchup[,grpc-only] narrows the run; BENCH_CPU_PROF=dir profiles the node. */
+/** BENCH_GRPC_ONLY=append,read,catchup[,grpc-only] narrows the run (append1: the 1-event appends alone); BENCH_CPU_PROF=dir profiles the node. */
 const ONLY = (process.env.BENCH_GRPC_ONLY ?? 'append,read,catchup').split(',');
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const STREAMS = 'event_store.client.streams.Streams';
@@ -189,7 +189,7 @@ async function main(): Promise<void> {
   const rows: { what: string; http: number; grpc: number; unit: string }[] = [];
   try {
     log(`gRPC beside HTTP: ${CONCURRENCY} calls in flight, ${WARMUP}s warm-up + ${SECONDS}s each`);
-    for (const n of ONLY.includes('append') ? [1, 100] : []) {
+    for (const n of ONLY.includes('append') ? [1, 100] : ONLY.includes('append1') ? [1] : []) {
       const r = await pair(
         async (i) => (await grpcCall(session, `/${STREAMS}/Append`, appendFrames(`g${n}-${i % 1000}`, n))) === 0,
         async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),

@@ -1,7 +1,7 @@
 import { ConfigError, helpText, loadConfig } from './config/index.js';
 import { startNode, VERSION } from './node.js';
 import { staleConsole, staleSource } from './build-check.js';
-import { restoreCommand } from './cli/restore.js';
+import { restoreCommand } from './cli/index.js';
 
 // `npm start` entry: read the configuration, start one node; SIGINT/SIGTERM shut it down
 // cleanly, SIGHUP reloads the configuration (log level, certificates). `restore` restores a

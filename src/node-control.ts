@@ -3,9 +3,9 @@ import type { SecureContextOptions } from 'node:tls';
 import type { Config, LoadedConfig, OptionName } from './config/index.js';
 import type { Store } from './store/index.js';
 import type { Cluster } from './cluster/index.js';
-import type { NodeControl, ReloadOutcome } from './api/context.js';
-import type { StatsCollector } from './stats/collector.js';
-import { loadCertificates, type CertificateSet } from './tls/certificates.js';
+import type { NodeControl, ReloadOutcome } from './api/index.js';
+import type { StatsCollector } from './stats/index.js';
+import { loadCertificates, type CertificateSet } from './tls/index.js';
 import { setLogLevel } from './logger.js';
 import { VERSION } from './version.js';
 

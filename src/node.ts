@@ -3,20 +3,17 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
 import { SCAVENGE_STATE_DIR, Store } from './store/index.js';
-import { UserStore } from './auth/users.js';
-import { AccessControl } from './auth/access.js';
-import type { Route } from './api/app.js';
-import { openDoors, type Doors } from './api/doors.js';
-import type { NodeControl, ReloadOutcome } from './api/context.js';
+import { AccessControl, UserStore } from './auth/index.js';
+import { openDoors, type Doors, type NodeControl, type ReloadOutcome, type Route } from './api/index.js';
 import { createVerbs } from './verbs/index.js';
 import { childLogger, createLogger } from './logger.js';
-import { StatsCollector } from './stats/collector.js';
-import type { CertificateSet } from './tls/certificates.js';
+import { StatsCollector } from './stats/index.js';
+import type { CertificateSet } from './tls/index.js';
 import { VERSION } from './version.js';
-import { ProjectionManager, type ManagerOptions, type RunProjections } from './projections/manager.js';
-import { SubscriptionService } from './subscriptions/service.js';
-import { Scavenger, type ScavengerOptions } from './scavenge/scavenger.js';
-import { BackupService } from './backup/service.js';
+import { ProjectionManager, type ManagerOptions, type RunProjections } from './projections/index.js';
+import { SubscriptionService } from './subscriptions/index.js';
+import { Scavenger, type ScavengerOptions } from './scavenge/index.js';
+import { BackupService } from './backup/index.js';
 import {
   AutoScavengeCoordinator, memberScavengeRequest, ReplicatedCluster, SingleNodeCluster, type Clock, type Ticker,
 } from './autoscavenge/index.js';

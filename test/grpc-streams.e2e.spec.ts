@@ -135,6 +135,21 @@ describe('metadata', () => {
     expect(feed.entries.map((e: { summary: string }) => e.summary)).toEqual(['E19', 'E18']);
   });
 
+  it('a read goes on past whole pages that $maxAge hides, to the events it still shows', async () => {
+    const stream = uniq('aged');
+    // More old events than one page of the node's read (512), all past $maxAge by the read.
+    for (let i = 0; i < 3; i++) {
+      await client.appendToStream(stream, Array.from({ length: 400 }, (_, n) => jsonEvent({ type: 'Old', data: { n } })));
+    }
+    await client.setStreamMetadata(stream, { maxAge: 1 } as never);
+    await new Promise((r) => setTimeout(r, 1500));
+    await client.appendToStream(stream, ['New1', 'New2'].map((type) => jsonEvent({ type, data: {} })));
+    expect(typesOf(await collect(client.readStream(stream, { direction: FORWARDS, fromRevision: START, maxCount: 5000 })))).toEqual(['New1', 'New2']);
+    expect(typesOf(await collect(client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 5000 })))).toEqual(['New2', 'New1']);
+    const feed = await readFeed(t, `/streams/${stream}`);
+    expect(feed.entries.map((e: { summary: string }) => e.summary)).toEqual(['New2', 'New1']);
+  });
+
   it('refuses metadata that is not a metadata document with the write door\'s reason', async () => {
     const stream = uniq('badmeta');
     const refused = await client.appendToStream(`$$${stream}`, jsonEvent({ type: '$metadata', data: { $maxCount: 'two' } })).catch((e) => e);

@@ -7,7 +7,7 @@ import { applyCaching, type Cacheability } from './caching.js';
 import { baseUrl, formatAllPosition, parseAllPosition, streamUrl } from './urls.js';
 import { principalOf, type ApiContext } from './context.js';
 import { longPollMs, readWithLongPoll } from './long-poll.js';
-import { ALL_STREAM } from '../auth/access.js';
+import { ALL_STREAM } from '../auth/index.js';
 
 // GET /streams/$all: the whole log by position, for authenticated users the $all ACL admits.
 // The stream read routes take $all pages too (their schema checks the position) and hand them here.

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ANONYMOUS, type Principal } from '../auth/principal.js';
+import { ANONYMOUS, type Principal } from '../auth/index.js';
 import { ApiError, badRequest, errorAnswer, errorBody } from './errors.js';
 import { spellings } from './header-spellings.js';
 import { AJV_OPTIONS, schemaErrorFormatter } from './schemas.js';

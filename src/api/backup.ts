@@ -3,7 +3,7 @@ import type { ApiContext } from './context.js';
 import { requireOps } from './guards.js';
 import { decodeJsonBody } from './json-body.js';
 import { sendJson } from './reply.js';
-import type { BackupRequest } from '../backup/service.js';
+import type { BackupRequest } from '../backup/index.js';
 
 // POST /admin/backup ($admins or $ops): a point-in-time backup of the running node into a
 // directory on its machine, answered once it is complete (src/backup, src/store/backup.ts;

@@ -1,16 +1,14 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Store } from '../store/index.js';
-import type { UserStore } from '../auth/users.js';
-import type { AccessControl } from '../auth/access.js';
+import { ANONYMOUS, type AccessControl, type Principal, type UserStore } from '../auth/index.js';
 import type { Config, ConfigSource, OptionName } from '../config/index.js';
-import type { StatsCollector } from '../stats/collector.js';
-import type { ProjectionManager } from '../projections/manager.js';
-import type { SubscriptionService } from '../subscriptions/service.js';
-import type { Scavenger } from '../scavenge/scavenger.js';
-import type { BackupService } from '../backup/service.js';
+import type { StatsCollector } from '../stats/index.js';
+import type { ProjectionManager } from '../projections/index.js';
+import type { SubscriptionService } from '../subscriptions/index.js';
+import type { Scavenger } from '../scavenge/index.js';
+import type { BackupService } from '../backup/index.js';
 import type { AutoScavengeCoordinator } from '../autoscavenge/index.js';
-import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import type { Verbs } from '../verbs/index.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).

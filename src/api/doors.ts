@@ -4,8 +4,8 @@ import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import { buildApp, markDraining, routesOf, type Route } from './app.js';
 import type { ApiContext } from './context.js';
 import type { LeaderRouting } from './leader-routing.js';
-import { createGrpcDoor, createListener, type GrpcServer } from './grpc/index.js';
-import type { Listener } from './listener.js';
+import { createGrpcDoor, type GrpcServer } from './grpc/index.js';
+import { createListener, type Listener } from './listener.js';
 
 // Both doors on the node's one port: the HTTP API (fastify, app.ts) and the gRPC door
 // (grpc/index.ts), handed their connections by the listener (listener.ts). Closing is one step a

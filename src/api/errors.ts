@@ -6,13 +6,10 @@ import type {
   BackupStoppedError, InvalidWriteError, NotLeaderError, ReplicationLostError, StoreClosedError, StreamDeletedError, WriteTimeoutError,
   WrongExpectedVersionError,
 } from '../store/index.js';
-import type { ProjectionError } from '../projections/manager.js';
-import type { QuerySyntaxError } from '../projections/validate.js';
-import type { SubscriptionError } from '../subscriptions/service.js';
-import type { SettingsError } from '../subscriptions/settings.js';
-import type { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError } from '../scavenge/types.js';
-import type { BackupAlreadyRunningError, ScavengeRunningError } from '../backup/service.js';
-import type { BackupTargetError, BackupTargetProblem } from '../backup/target.js';
+import type { ProjectionError, QuerySyntaxError } from '../projections/index.js';
+import type { SettingsError, SubscriptionError } from '../subscriptions/index.js';
+import type { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError } from '../scavenge/index.js';
+import type { BackupAlreadyRunningError, BackupTargetError, BackupTargetProblem, ScavengeRunningError } from '../backup/index.js';
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';

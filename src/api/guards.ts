@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { AclOperation } from '../store/index.js';
-import { demand, type Right, type RightsArea } from '../verbs/rights.js';
+import { demand, type Right, type RightsArea } from '../verbs/index.js';
 import { ApiError } from './errors.js';
 import { principalOf, type ApiContext } from './context.js';
 

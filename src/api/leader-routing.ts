@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 import { booleanHeader } from './headers.js';
 import type { PeerCertificate } from 'node:tls';
-import { matchesName } from '../tls/certificates.js';
+import { matchesName } from '../tls/index.js';
 
 // Which node answers a request in a cluster. Every node serves reads of streams, `$all`, feeds
 // and users from its own copy of the log. Writes (appends, deletes, metadata, users), and

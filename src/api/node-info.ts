@@ -4,7 +4,7 @@ import { ApiError, badRequest } from './errors.js';
 import { MEDIA, negotiate } from './media.js';
 import { simpleXml } from './atom.js';
 import { principalOf, type ApiContext } from './context.js';
-import { flattenStatistics } from '../verbs/operations.js';
+import { flattenStatistics } from '../verbs/index.js';
 import { requireAuthenticated, requireOps } from './guards.js';
 import { sendJson } from './reply.js';
 

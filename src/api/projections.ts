@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/principal.js';
-import type { Projection } from '../projections/projection.js';
-import { DEFAULT_CONFIG, type ProjectionConfig, type ProjectionMode } from '../projections/model.js';
-import { createRight, type ProjectionFigures, type ProjectionListing } from '../verbs/projections.js';
+import type { Principal } from '../auth/index.js';
+import { DEFAULT_CONFIG, parseReadEventsRequest, readEvents, type Projection, type ProjectionConfig, type ProjectionMode } from '../projections/index.js';
+import { createRight, type ProjectionFigures, type ProjectionListing } from '../verbs/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
@@ -11,7 +10,6 @@ import { principalOf, type ApiContext } from './context.js';
 import { requireAccess, requireAuthenticated, requireOpsForProjections, requireRight } from './guards.js';
 import { sendJson } from './reply.js';
 import { formatted } from './schemas.js';
-import { parseReadEventsRequest, readEvents } from '../projections/read-events.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
 // Answers are JSON; errors are text with the reason, as the established servers answer them.

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { SCAVENGE_RULES, type ScavengeAsk } from '../verbs/operations.js';
+import { SCAVENGE_RULES, type ScavengeAsk } from '../verbs/index.js';
 import { principalOf, type ApiContext } from './context.js';
 import { requireOps } from './guards.js';
 import { lowerCaseMembers } from './json-body.js';

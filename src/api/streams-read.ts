@@ -14,7 +14,7 @@ import { applyCaching, etagOf, type Cacheability } from './caching.js';
 import { baseUrl, streamUrl } from './urls.js';
 import { principalOf, type ApiContext } from './context.js';
 import { longPollMs, readWithLongPoll } from './long-poll.js';
-import { ALL_STREAM } from '../auth/access.js';
+import { ALL_STREAM } from '../auth/index.js';
 import { readAll } from './all.js';
 import { describeStream } from './description.js';
 import { formatted, headOr, MAX_PAGE, metadataOwner, STREAM_NAME } from './schemas.js';

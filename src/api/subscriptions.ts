@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { formatUuid, parseUuid } from '../store/index.js';
-import type { PersistentGroup, NackAction } from '../subscriptions/group.js';
-import { settingsFromBody, settingsJson, type GroupSettings } from '../subscriptions/settings.js';
+import { settingsFromBody, settingsJson, type GroupSettings, type NackAction, type PersistentGroup } from '../subscriptions/index.js';
 import { link, sendFeed, type FeedModel, type Link } from './atom.js';
 import { ApiError } from './errors.js';
 import { parseJson } from './json-body.js';

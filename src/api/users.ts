@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import type { UserAccount } from '../auth/users.js';
-import { USER_RULES, type UserChange, type ValueRule } from '../verbs/users.js';
-import { demandSelf } from '../verbs/rights.js';
+import type { UserAccount } from '../auth/index.js';
+import { demandSelf, USER_RULES, type UserChange, type ValueRule } from '../verbs/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { lowerCaseMembers, parseJson } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';

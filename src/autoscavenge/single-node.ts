@@ -1,6 +1,5 @@
 import type { Store } from '../store/index.js';
-import type { Scavenger } from '../scavenge/scavenger.js';
-import { scavengeStream } from '../scavenge/history.js';
+import { scavengeStream, type Scavenger } from '../scavenge/index.js';
 import { MemberCallError, type ClusterMembership, type ClusterView, type MemberScavengeResult, type NodeId } from './cluster.js';
 
 /** How far back a scavenge history is searched for its completion (as the established servers read it). */

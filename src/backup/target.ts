@@ -1,7 +1,7 @@
 import { mkdir, realpath, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DomainError } from '../errors.js';
-import { BackupInvalidError } from '../store/backup-format.js';
+import { BackupInvalidError } from '../store/index.js';
 import { mountOf, PSEUDO_FILE_SYSTEMS, readMounts, type Mount } from './mounts.js';
 
 // Where a backup may go. The directory named by POST /admin/backup (any ops user can name one) is

@@ -1,7 +1,7 @@
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { mintLicense } from '../license/token.js';
+import { mintLicense } from '../license/index.js';
 import { commandArgs } from './args.js';
 
 // `npm run license -- keypair --out DIR` writes a new Ed25519 pair (license-private-key.pem,

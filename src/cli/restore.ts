@@ -1,6 +1,5 @@
 import { commandArgs } from './args.js';
-import { BackupInvalidError } from '../store/backup-format.js';
-import { DatabaseInUseError, restoreBackup } from '../store/restore.js';
+import { BackupInvalidError, DatabaseInUseError, restoreBackup } from '../store/index.js';
 
 // `node dist/src/main.js restore --from DIR --db PATH` (`npm run restore -- ...`): restores a
 // backup into the data directory of a stopped node (src/store/restore.ts). Exit code 0 once

@@ -3,17 +3,17 @@ import type { Config } from '../config/index.js';
 import type { AppendResult, ExpectedVersion, ProposedEvent, Store } from '../store/index.js';
 import { VERSION } from '../version.js';
 import { ClusterNode, type ClusterHooks } from './cluster-node.js';
-import type { LeaderRouting } from '../api/leader-routing.js';
+import type { LeaderRouting } from '../api/index.js';
 import { plainTransport } from './transport.js';
 import { TlsTransport } from './tls-transport.js';
-import type { CertificateSet } from '../tls/certificates.js';
+import type { CertificateSet } from '../tls/index.js';
 import { childLogger } from '../logger.js';
 
 // The cluster's public face for node.ts: a ClusterNode made from the configuration (it takes the
 // store's writer at once), joined once the HTTP server listens; its routing for the API, and
 // its gossip. Nothing here is loaded with --cluster-size 1.
 
-export type { ClusterNode, ClusterHooks } from './cluster-node.js';
+export type { ClusterHooks } from './cluster-node.js';
 
 export interface Cluster {
   readonly state: string;

@@ -1,6 +1,6 @@
 import { checkServerIdentity, connect, createSecureContext, createServer, type PeerCertificate, type SecureContext, type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { matchesName, type CertificateSet } from '../tls/certificates.js';
+import { matchesName, type CertificateSet } from '../tls/index.js';
 import type { Transport } from './transport.js';
 
 // Mutual TLS between nodes with the node certificates: each side presents its certificate and

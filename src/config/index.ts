@@ -5,7 +5,11 @@ import {
   type Config, type OptionName, type OptionSpec,
 } from './options.js';
 
-export { OPTIONS, cliFlag, envVar, yamlKey, type Config, type OptionName } from './options.js';
+// Configuration, the folder's face: the one option table (options.ts) read into one typed Config,
+// defaults < YAML file < SVC_* environment < command line, each problem a ConfigError naming the
+// option; and the --help text. reference.ts writes the option reference from the same table.
+
+export { OPTIONS, type Config, type OptionName } from './options.js';
 
 export type ConfigSource = 'default' | 'yaml' | 'environment' | 'command line';
 

@@ -1,7 +1,6 @@
 import {
-  chunkName, encodeChunk, isMetastream, originalStreamOf, type EventRecord, type PhysicalChunk,
+  chunkName, dropChunkEntry, encodeChunk, isMetastream, originalStreamOf, type EventRecord, type PhysicalChunk,
 } from '../store/index.js';
-import { chunkKey } from '../store/keys.js';
 import { lastChunk, type RunContext } from './context.js';
 import { timeSpan } from './history.js';
 
@@ -163,7 +162,7 @@ export async function mergeChunks(ctx: RunContext): Promise<void> {
         start: g[0].start, end: g[g.length - 1].end, version: Math.max(...g.map((c) => c.version)) + 1,
         liveBytes: g.reduce((sum, c) => sum + (c.liveBytes ?? 0), 0),
       };
-      await store.remove({ records: [], chunkOps: [encodeChunk(merged), ...g.slice(1).map((c) => [chunkKey(c.start)] as const)], sync: true });
+      await store.remove({ records: [], chunkOps: [encodeChunk(merged), ...g.slice(1).map((c) => dropChunkEntry(c.start))], sync: true });
       log.info(`SCAVENGING: Merged ${g.map(chunkName).join(', ')} into ${chunkName(merged)} (${merged.liveBytes} bytes)`);
       await ctx.history.mergeCompleted({
         chunkStartNumber: merged.start, chunkEndNumber: merged.end, timeTaken: timeSpan(performance.now() - started),

@@ -1,4 +1,4 @@
-import { Rocks, type BatchOp } from '../store/rocks.js';
+import { Rocks, type BatchOp } from '../store/index.js';
 
 // The scavenge state database: its own RocksDB under `<db>/scavenging`, holding what
 // accumulation learnt of the log (per-stream metadata, tombstones, discard points), the weight

@@ -243,11 +243,8 @@ export class BatchBuilder implements StreamView {
     if (bytes.length > room && bytes.length <= this.deps.chunkSize) position += room;
     assert(position >= this.position, 'log positions strictly increase');
     if (!tombstone) assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
-    const stored: EventRecord = {
-      position, size: bytes.length, streamId, eventNumber, eventId: e.eventId, eventType: e.eventType,
-      isJson: e.isJson, dataIsJson: (e.dataIsJson ?? e.isJson) && e.data.length > 0, data: e.data, metadata: e.metadata, created, tombstone,
-      idIndexed,
-    };
+    // Read back from its bytes, as every reader of the log sees it (encoders copy from them).
+    const stored = decodeRecord(position, bytes);
     this.place(stored, bytes, info);
     return stored;
   }

@@ -29,6 +29,11 @@ export function encodeChunk(c: PhysicalChunk): readonly [Buffer, Buffer] {
   return [chunkKey(c.start), value];
 }
 
+/** The op that drops a physical chunk's entry: a merge keeps the first of the chunks it joins and drops the others'. */
+export function dropChunkEntry(start: number): readonly [Buffer] {
+  return [chunkKey(start)];
+}
+
 export function decodeChunk(key: Buffer, value: Buffer): PhysicalChunk {
   const liveBytes = value.readDoubleBE(12);
   return { start: readU64(key, 1), end: readU64(value, 0), version: value.readUInt32BE(8), ...(liveBytes >= 0 ? { liveBytes } : {}) };

@@ -44,25 +44,34 @@ export type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.
 export type { ReplicationGate } from './commit-pipeline.js';
 export type { ShippedBatch } from './replicated-writes.js';
 export type { Removal } from './removals.js';
-export { chunkName, encodeChunk, type PhysicalChunk } from './chunks.js';
+export { chunkName, encodeChunk, dropChunkEntry, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
-export { LINK_EVENT_TYPE } from './record.js';
+export { LINK_EVENT_TYPE, STORED, storedFormOf, type StoredRecord } from './record.js';
 export type { Commit } from './bus.js';
 export type { StreamInfo } from './stream-state.js';
-export * from './metadata.js';
+export {
+  SOFT_DELETED_TB, METADATA_EVENT_TYPE, EMPTY_METADATA, isMetastream, metastreamOf, originalStreamOf, isSystemStream, isSoftDeleted,
+  parseAcl, parseMetadata, type AclOperation, type Acl, type StreamMetadata,
+} from './metadata.js';
 export { isSystemRecordStream } from './log-spaces.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 export { BackupStoppedError, type BackupResult } from './backup.js';
 export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
 export { firstVisibleEventNumber, visibilityOf, type Visibility } from './visibility.js';
+export { nowMicros } from './clock.js';
+// The offline restore (cli/restore.ts), and the RocksDB wrapper, which the scavenge state
+// database (scavenge/state.ts, a RocksDB of its own under <db>/scavenging) opens too.
+export { restoreBackup, DatabaseInUseError } from './restore.js';
+export { BackupInvalidError } from './backup-format.js';
+export { Rocks, type BatchOp } from './rocks.js';
 
-export const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024;
 /** RocksDB's block cache (uncompressed blocks of the log, index and stream keys read recently). */
-export const DEFAULT_DB_CACHE_BYTES = 64 * 1024 * 1024;
-export const DEFAULT_SHARED_READ_BYTES = 32 * 1024 * 1024;
-export const DEFAULT_EVENT_ID_FILTER_BYTES = 8 * 1024 * 1024;
+const DEFAULT_DB_CACHE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_SHARED_READ_BYTES = 32 * 1024 * 1024;
+const DEFAULT_EVENT_ID_FILTER_BYTES = 8 * 1024 * 1024;
 /** The newest log bytes read into the log tail at start, at most (warmTail). */
 const WARM_TAIL_BYTES = 8 * 1024 * 1024;
 
@@ -89,7 +98,7 @@ export interface StoreOptions {
   eventIdFilterBytes?: number;
 }
 
-export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
+const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
 /** What Store.open found in RocksDB, and the options with their defaults. */
 interface StoreParts {

@@ -38,6 +38,31 @@ export interface EventRecord {
   idIndexed: boolean;
 }
 
+/**
+ * A record as it lies in its stored bytes: encoders that write its fields out (the gRPC read
+ * codec) copy them from here instead of making a string or a view per field.
+ */
+export interface StoredRecord extends EventRecord {
+  /** The buffer the record's bytes are in (it may hold other records too), and where they start. */
+  readonly bytes: Buffer;
+  readonly start: number;
+  readonly streamLength: number;
+  readonly typeLength: number;
+  readonly dataStart: number;
+  readonly dataLength: number;
+  readonly metadataLength: number;
+}
+
+/** Where a stored record's parts are, from its `start`: the 16 id bytes, and the stream name (the type follows it). */
+export const STORED = { ID: 18, STREAM: HEADER } as const;
+
+/** The record in its stored form: itself when it was read from bytes, else encoded now. */
+export function storedFormOf(r: EventRecord): StoredRecord {
+  if (r instanceof DecodedRecord) return r;
+  const bytes = encodeRecord(r.streamId, r.eventNumber, r, r.created, r.tombstone, r.idIndexed);
+  return new DecodedRecord(r.position, bytes, 0, bytes.length);
+}
+
 export interface RecordPayload {
   eventId: Buffer;
   eventType: string;
@@ -90,7 +115,7 @@ export function decodeRecord(position: number, buf: Buffer, start = 0, end = buf
  * reader that looks only at stream, number and type (most system projection work) allocates
  * one object per record instead of four, which keeps young-generation GC pauses short.
  */
-class DecodedRecord implements EventRecord {
+class DecodedRecord implements StoredRecord {
   readonly size: number;
   readonly streamId: string;
   readonly eventNumber: number;
@@ -100,20 +125,22 @@ class DecodedRecord implements EventRecord {
   readonly tombstone: boolean;
   readonly idIndexed: boolean;
   readonly created: number;
-  private readonly dataStart: number;
-  private readonly dataLength: number;
-  private readonly metadataLength: number;
+  readonly streamLength: number;
+  readonly typeLength: number;
+  readonly dataStart: number;
+  readonly dataLength: number;
+  readonly metadataLength: number;
   private idView: Buffer | undefined = undefined;
   private dataView: Buffer | undefined = undefined;
   private metadataView: Buffer | undefined = undefined;
 
-  constructor(readonly position: number, private readonly bytes: Buffer, private readonly start: number, end: number) {
+  constructor(readonly position: number, readonly bytes: Buffer, readonly start: number, end: number) {
     const flags = bytes[start + 1];
     this.size = end - start;
     this.eventNumber = bytes.readDoubleBE(start + 2);
     this.created = bytes.readDoubleBE(start + 10);
-    const streamLength = bytes.readUInt16BE(start + 34);
-    const typeLength = bytes.readUInt16BE(start + 36);
+    const streamLength = (this.streamLength = bytes.readUInt16BE(start + 34));
+    const typeLength = (this.typeLength = bytes.readUInt16BE(start + 36));
     this.dataLength = bytes.readUInt32BE(start + 38);
     this.metadataLength = bytes.readUInt32BE(start + 42);
     let o = start + HEADER;

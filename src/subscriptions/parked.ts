@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import { nowMicros } from '../store/clock.js';
-import { ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, proposedEvent, visibilityOf, type Store } from '../store/index.js';
+import {
+  ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, nowMicros, proposedEvent, visibilityOf, type Store,
+} from '../store/index.js';
 import type { Message } from './message.js';
 
 // A group's parked messages: `$>` links in $persistentsubscription-{stream}::{group}-parked.

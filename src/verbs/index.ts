@@ -1,8 +1,7 @@
 import type { Store } from '../store/index.js';
-import type { AccessControl } from '../auth/access.js';
-import type { UserStore } from '../auth/users.js';
-import type { ProjectionManager } from '../projections/manager.js';
-import type { Scavenger } from '../scavenge/scavenger.js';
+import type { AccessControl, UserStore } from '../auth/index.js';
+import type { ProjectionManager } from '../projections/index.js';
+import type { Scavenger } from '../scavenge/index.js';
 import { StreamVerbs } from './streams.js';
 import { SubscriptionVerbs } from './subscription.js';
 import { ProjectionVerbs } from './projections.js';
@@ -14,12 +13,12 @@ import { OperationVerbs, type NodeOperations } from './operations.js';
 export { StreamVerbs, type AppendOutcome, type Direction } from './streams.js';
 export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllStart } from './subscription.js';
 export { AccessDeniedError, InvalidFilterError, InvalidRequestError } from './errors.js';
-export { NotPermittedError, demand, permits, type Right } from './rights.js';
-export { makeFilter, matchesFilter, type EventFilter } from './filter.js';
+export { NotPermittedError, demand, demandSelf, permits, type Right, type RightsArea } from './rights.js';
+export { makeFilter, type EventFilter } from './filter.js';
 export { maxAppendBytes } from './limits.js';
-export type { ProjectionVerbs } from './projections.js';
-export type { UserVerbs } from './users.js';
-export type { OperationVerbs, ClusterMember } from './operations.js';
+export { createRight, type ProjectionVerbs, type ProjectionFigures, type ProjectionListing } from './projections.js';
+export { USER_RULES, type UserVerbs, type UserChange, type ValueRule } from './users.js';
+export { SCAVENGE_RULES, flattenStatistics, type OperationVerbs, type ClusterMember, type ScavengeAsk } from './operations.js';
 
 export interface Verbs {
   readonly streams: StreamVerbs;

@@ -1,6 +1,5 @@
-import type { Principal } from '../auth/principal.js';
-import type { Scavenger } from '../scavenge/scavenger.js';
-import { ScavengeNotFoundError } from '../scavenge/types.js';
+import type { Principal } from '../auth/index.js';
+import { ScavengeNotFoundError, type Scavenger } from '../scavenge/index.js';
 import { InvalidRequestError } from './errors.js';
 import { demand } from './rights.js';
 

@@ -1,7 +1,7 @@
-import type { Principal } from '../auth/principal.js';
-import type { CreateRequest, DeleteFlags, ProjectionManager } from '../projections/manager.js';
-import type { Projection } from '../projections/projection.js';
-import type { ProjectionConfig, ProjectionMode, RunAs } from '../projections/model.js';
+import type { Principal } from '../auth/index.js';
+import type {
+  CreateRequest, DeleteFlags, Projection, ProjectionConfig, ProjectionManager, ProjectionMode, RunAs,
+} from '../projections/index.js';
 import { demand, type Right } from './rights.js';
 
 // The projection verbs: what a client can do to projections, whichever door it comes through

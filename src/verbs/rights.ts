@@ -1,5 +1,5 @@
 import { DomainError } from '../errors.js';
-import { isAdmin, isOps, type Principal } from '../auth/principal.js';
+import { isAdmin, isOps, type Principal } from '../auth/index.js';
 
 // Who may run an operation that is not a stream's (a stream's ACL is AccessControl's): any
 // authenticated user, $ops (admins too), $admins, or the account's own user. Every verb asks

@@ -2,9 +2,8 @@ import {
   ExpectedVersion, type AllPage, type AppendResult, type EventRecord, type ProposedEvent, type ResolvedEvent, type SingleEvent,
   type Store, type StreamPage,
 } from '../store/index.js';
-import { ALL_STREAM, type AccessControl } from '../auth/access.js';
+import { ALL_STREAM, type AccessControl, type Principal } from '../auth/index.js';
 import type { AclOperation } from '../store/index.js';
-import type { Principal } from '../auth/principal.js';
 import { AccessDeniedError } from './errors.js';
 import { matchesFilter, type EventFilter } from './filter.js';
 

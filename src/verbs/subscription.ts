@@ -1,6 +1,5 @@
 import { StreamDeletedError, type AllPage, type EventRecord, type ResolvedEvent, type Store } from '../store/index.js';
-import { ALL_STREAM } from '../auth/access.js';
-import type { Principal } from '../auth/principal.js';
+import { ALL_STREAM, type Principal } from '../auth/index.js';
 import { matchesFilter, type EventFilter } from './filter.js';
 import type { StreamVerbs } from './streams.js';
 

@@ -1,5 +1,4 @@
-import type { Principal } from '../auth/principal.js';
-import type { NewUser, UserAccount, UserStore } from '../auth/users.js';
+import type { NewUser, Principal, UserAccount, UserStore } from '../auth/index.js';
 import { InvalidRequestError } from './errors.js';
 import { demand, demandSelf } from './rights.js';
 

@@ -1,4 +1,4 @@
-import type { Principal } from '../../auth/principal.js';
+import type { Principal } from '../../auth/index.js';
 import type { Verbs } from '../../verbs/index.js';
 import type { CallContext } from './server.js';
 

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import { ANONYMOUS, SYSTEM, type Principal } from '../../auth/principal.js';
-import type { UserStore } from '../../auth/users.js';
+import { ANONYMOUS, SYSTEM, type Principal, type UserStore } from '../../auth/index.js';
 import type { Config } from '../../config/index.js';
 import { maxAppendBytes, type Verbs } from '../../verbs/index.js';
 import type { LeaderRouting } from '../leader-routing.js';
@@ -23,7 +22,6 @@ import { registerGossip, registerMonitoring, registerOperations } from './node-s
 // no credentials over a plain connection, and the established server runs everything as
 // system in insecure mode).
 
-export { createListener } from '../listener.js';
 export { GrpcServer } from './server.js';
 
 export interface GrpcDoorContext {

@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseUuid } from '../../store/index.js';
-import { ScavengeAlreadyRunningError } from '../../scavenge/types.js';
-import { flattenStatistics } from '../../verbs/operations.js';
-import type { ClusterMember } from '../../verbs/index.js';
+import { ScavengeAlreadyRunningError } from '../../scavenge/index.js';
+import { flattenStatistics, type ClusterMember } from '../../verbs/index.js';
 import { methodOf } from './codecs.js';
 import type { ServiceDoor } from './door.js';
 import { optionsOf, ticksSinceEpoch } from './messages.js';

@@ -1,5 +1,5 @@
-import type { ProjectionMode } from '../../projections/model.js';
-import type { ProjectionFigures, ProjectionListing } from '../../verbs/projections.js';
+import type { ProjectionMode } from '../../projections/index.js';
+import type { ProjectionFigures, ProjectionListing } from '../../verbs/index.js';
 import { methodOf } from './codecs.js';
 import type { ServiceDoor } from './door.js';
 import { fail, invalidArgument } from './errors.js';

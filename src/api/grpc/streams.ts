@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ExpectedVersion, StreamDeletedError, WrongExpectedVersionError, type ResolvedEvent } from '../../store/index.js';
-import type { Principal } from '../../auth/principal.js';
-import type { Verbs } from '../../verbs/index.js';
-import { makeFilter, type EventFilter } from '../../verbs/filter.js';
-import type { AllStart, StreamStart, SubscriptionItem } from '../../verbs/subscription.js';
-import type { AppendOutcome } from '../../verbs/streams.js';
+import type { Principal } from '../../auth/index.js';
+import {
+  makeFilter, type AllStart, type AppendOutcome, type EventFilter, type StreamStart, type SubscriptionItem, type Verbs,
+} from '../../verbs/index.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
 import { deleteWrongExpectedVersion, fail, grpcStatusOf, invalidArgument, maximumAppendSizeExceeded } from './errors.js';
 import { encodeReadEvents, type UuidForm } from './read-codec.js';
@@ -117,9 +116,14 @@ async function readStream(door: StreamsDoor, w: Writer, who: Principal, name: st
     first = false;
     await w.events(page.events);
     remaining -= page.events.length;
-    if (page.isEndOfStream || page.events.length === 0) break;
-    const edge = (page.events[page.events.length - 1].link ?? page.events[page.events.length - 1].event)!.eventNumber;
-    from = backward ? edge - 1 : edge + 1;
+    if (page.isEndOfStream) break;
+    if (page.events.length === 0) {
+      // The whole range is hidden ($maxAge hides events one by one): the next range.
+      from = backward ? (from < 0 ? last : from) - n : from + n;
+    } else {
+      const edge = (page.events[page.events.length - 1].link ?? page.events[page.events.length - 1].event)!.eventNumber;
+      from = backward ? edge - 1 : edge + 1;
+    }
     if (backward && from < 0) break;
   }
   if (compatibility >= 1 && last >= 0) await w.message({ last_stream_position: String(last) });

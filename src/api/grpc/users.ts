@@ -1,5 +1,5 @@
-import type { UserAccount } from '../../auth/users.js';
-import type { UserChange } from '../../verbs/users.js';
+import type { UserAccount } from '../../auth/index.js';
+import type { UserChange } from '../../verbs/index.js';
 import { methodOf } from './codecs.js';
 import type { ServiceDoor } from './door.js';
 import { accessDenied, fail, userConflict, userNotFound } from './errors.js';
