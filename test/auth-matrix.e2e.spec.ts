@@ -43,13 +43,14 @@ interface Call {
   body?: string;
 }
 
-interface Case {
+/** The cases of an HTTP route (`C`: its request), or of a gRPC method (`C`: a GrpcCall, `expect` read from its HTTP route). */
+interface Case<C = Call> {
   name: string;
   expect: Statuses;
   /** The request `who` sends (it may first create, as admin, the fresh thing it acts on). */
-  call: (who: Who) => Promise<Call> | Call;
+  call: (who: Who) => Promise<C> | C;
   /** After an accepted call: waits for the work it started to finish, so later checks see a quiet log. */
-  settle?: (call: Call) => Promise<void>;
+  settle?: (call: C) => Promise<void>;
   /** Accepted calls go to a node of their own (the call stops the node). */
   ownNode?: boolean;
 }
@@ -404,14 +405,7 @@ interface GrpcCall {
   request: Record<string, unknown>;
 }
 
-interface GrpcCase {
-  name: string;
-  /** What each principal gets, as the HTTP statuses of the route whose rights the method shares. */
-  expect: Statuses;
-  call: (who: Who) => Promise<GrpcCall> | GrpcCall;
-  settle?: (call: GrpcCall) => Promise<void>;
-  ownNode?: boolean;
-}
+type GrpcCase = Case<GrpcCall>;
 
 /** The answer an HTTP status stands for over gRPC. */
 function grpcOf(status: number): GrpcCode {
@@ -577,28 +571,15 @@ function expectedGrpc(c: GrpcCase, who: Who): GrpcCode {
   return grpcOf(c.expect[who]);
 }
 
-/** Sends an accepted shutdown to a node of its own, and sees the node stop answering. */
-async function grpcOnOwnNode(who: Who, c: GrpcCase, expected: GrpcCode): Promise<void> {
-  const own = await startTestNode(NODE_OPTIONS);
-  try {
-    const answer = await sendGrpc(own.url, who, await c.call(who));
-    expect(answer.code, `${who}: ${answer.message}`).toBe(expected);
-    await eventually(async () => { await expect(fetch(`${own.url}/ping`)).rejects.toThrow(); }, 10_000);
-  } finally {
-    await own.dispose();
-  }
-}
-
 function expectedFor(c: Case, who: Who): number {
   return who === 'wrong password' || who === 'disabled user' ? 401 : c.expect[who];
 }
 
-/** Sends an accepted shutdown to a node of its own, and sees the node stop answering. */
-async function onOwnNode(who: Who, c: Case, expected: number): Promise<void> {
+/** Sends an accepted shutdown (through either door: `shutDown` checks its answer) to a node of its own, and sees the node stop answering. */
+async function onOwnNode(shutDown: (own: TestNode) => Promise<void>): Promise<void> {
   const own = await startTestNode(NODE_OPTIONS);
   try {
-    const res = await send(own, who, await c.call(who));
-    expect(res.status, `${who}: ${await res.clone().text()}`).toBe(expected);
+    await shutDown(own);
     await eventually(async () => { await expect(fetch(`${own.url}/ping`)).rejects.toThrow(); }, 10_000);
   } finally {
     await own.dispose();
@@ -633,7 +614,10 @@ describe('auth matrix', () => {
           const label = `${route} [${c.name}] as ${who}`;
           combinations++;
           if (c.ownNode && expected < 400) {
-            await onOwnNode(who, c, expected);
+            await onOwnNode(async (own) => {
+              const res = await send(own, who, await c.call(who));
+              expect(res.status, `${who}: ${await res.clone().text()}`).toBe(expected);
+            });
             continue;
           }
           const call = await c.call(who);
@@ -676,7 +660,10 @@ describe('auth matrix', () => {
           const label = `${method} [${c.name}] as ${who}`;
           combinations++;
           if (c.ownNode && expected === GRPC_OK) {
-            await grpcOnOwnNode(who, c, expected);
+            await onOwnNode(async (own) => {
+              const answer = await sendGrpc(own.url, who, await c.call(who));
+              expect(answer.code, `${who}: ${answer.message}`).toBe(expected);
+            });
             continue;
           }
           const request = await c.call(who);

@@ -84,6 +84,16 @@ function serverStream<T>(Client: new (...args: never[]) => unknown, method: stri
   }));
 }
 
+/** A continuous projection created over gRPC, counting the events of its stream, once it has counted two. */
+async function countedTwice(prefix: string): Promise<{ stream: string; name: string }> {
+  const stream = uniq(prefix);
+  const name = uniq(prefix);
+  await client.createProjection(name, COUNTER(stream));
+  await appendEvents(stream, 2);
+  await eventually(async () => expect(await client.getProjectionState(name)).toEqual({ count: 2 }), 10_000);
+  return { stream, name };
+}
+
 describe('projections', () => {
   it('a projection created over gRPC (emitting, tracking its emitted streams) counts, and HTTP reads its state', async () => {
     const stream = uniq('counted');
@@ -132,11 +142,7 @@ describe('projections', () => {
   });
 
   it('disable, abort, enable, reset, update and delete, each seen by the other door', async () => {
-    const stream = uniq('lifecycle');
-    const name = uniq('lifecycle');
-    await client.createProjection(name, COUNTER(stream));
-    await appendEvents(stream, 2);
-    await eventually(async () => expect(await client.getProjectionState(name)).toEqual({ count: 2 }), 10_000);
+    const { stream, name } = await countedTwice('lifecycle');
 
     await client.disableProjection(name);
     expect((await client.getProjectionStatus(name)).projectionStatus).toBe('Stopped');
@@ -214,11 +220,7 @@ describe('projections', () => {
   });
 
   it('restarts the subsystem: the projections come back as they were', async () => {
-    const stream = uniq('restart');
-    const name = uniq('survivor');
-    await client.createProjection(name, COUNTER(stream));
-    await appendEvents(stream, 2);
-    await eventually(async () => expect(await client.getProjectionState(name)).toEqual({ count: 2 }), 10_000);
+    const { stream, name } = await countedTwice('survivor');
     await client.restartSubsystem();
     await eventually(async () => expect((await client.getProjectionStatus(name)).projectionStatus).toBe('Running'), 10_000);
     await appendEvents(stream, 1);
