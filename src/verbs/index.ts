@@ -13,7 +13,7 @@ import { OperationVerbs, type NodeOperations } from './operations.js';
 export { StreamVerbs, type AppendOutcome, type Direction } from './streams.js';
 export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllStart } from './subscription.js';
 export { AccessDeniedError, InvalidFilterError, InvalidRequestError } from './errors.js';
-export { NotPermittedError, demand, demandSelf, permits, type Right, type RightsArea } from './rights.js';
+export { NotPermittedError, demand, demandSelf, type Right, type RightsArea } from './rights.js';
 export { makeFilter, type EventFilter } from './filter.js';
 export { maxAppendBytes } from './limits.js';
 export { createRight, type ProjectionVerbs, type ProjectionFigures, type ProjectionListing } from './projections.js';

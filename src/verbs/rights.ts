@@ -10,7 +10,7 @@ import { isAdmin, isOps, type Principal } from '../auth/index.js';
 export type Right = 'authenticated' | 'ops' | 'admin';
 
 /** Whose operation it is, for the HTTP door's wording of a refusal (the projections API refuses in words). */
-export type RightsArea = 'projections' | 'users' | 'node' | 'subscriptions';
+export type RightsArea = 'projections' | 'users' | 'node';
 
 /** The principal lacks the right an operation takes (`self`: it acts on another account). */
 export class NotPermittedError extends DomainError {
