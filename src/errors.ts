@@ -8,10 +8,10 @@
 // scavenge stopped, a member call failed, a query's definition that faults its projection, a
 // follower's mismatch, a frame that does not parse). This file imports nothing: every layer uses it.
 
-/** What a write or read of the log can meet, through any door. */
+/** What a write or read of the log can meet, through any door (OUT_OF_SPACE: the data directory's file system is full). */
 export type LogErrorCode =
   | 'WRONG_EXPECTED_VERSION' | 'STREAM_DELETED' | 'INVALID_WRITE'
-  | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT';
+  | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT' | 'OUT_OF_SPACE';
 
 /** The verbs' own refusals (src/verbs). */
 export type VerbErrorCode = 'ACCESS_DENIED' | 'INVALID_FILTER' | 'NOT_PERMITTED' | 'INVALID_REQUEST';

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, OPTIONS, type Config, type ConfigSource, type LoadedConfig, type OptionName } from './config/index.js';
-import { SCAVENGE_STATE_DIR, Store } from './store/index.js';
+import { SCAVENGE_STATE_DIR, Store, type SpaceEvent } from './store/index.js';
 import { AccessControl, UserStore } from './auth/index.js';
-import { openDoors, type Doors, type NodeControl, type ReloadOutcome, type Route } from './api/index.js';
+import { openDoors, SendQueue, type Doors, type NodeControl, type ReloadOutcome, type Route } from './api/index.js';
 import { createVerbs } from './verbs/index.js';
 import { childLogger, createLogger } from './logger.js';
 import { StatsCollector } from './stats/index.js';
@@ -112,13 +113,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     void close().then(() => options.onRestart?.(reason));
   };
 
+  // What big feed pages hold for their clients, all together (send-queue.ts).
+  const sends = new SendQueue(config.httpSendBufferSize, config.httpSendTimeout * 1000, childLogger(log, 'http'));
   await services.start([
     { name: 'store', start: async () => {
       store = await openStore(config, log);
       return () => store.close();
     } },
     { name: 'stats', start: () => {
-      stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date() });
+      stats = new StatsCollector({ store, dataPath: store.location, startTime: new Date(), sends });
       return () => stats.stop();
     } },
     // Takes hold of the store's writer at once: nothing is written here until this node leads.
@@ -174,7 +177,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       doors = await openDoors({
         api: {
           store, users, access, verbs: createVerbs({ store, access, projections, users, scavenger, node: control }), config, log: childLogger(log, 'http'), node: control,
-          projections, subscriptions, scavenger, backups, autoScavenge: coordinator,
+          projections, subscriptions, scavenger, backups, autoScavenge: coordinator, sends,
         },
         grpcLog: childLogger(log, 'grpc'), cluster: cluster?.routing(), tls: certificates && secureContextOf(certificates),
         watch: (server) => stats.watch(server),
@@ -234,7 +237,36 @@ async function openStore(config: Config, log: Logger): Promise<Store> {
       + `${t.streamsChanged} streams changed (${t.streamsRemoved} of them removed)`);
   }
   store.bus.onListenerFailure = (subscriber, err) => log.error({ err, subscriber }, `${subscriber} failed on a commit; the writer and the other followers go on`);
+  store.space.onListenerFailure = (subscriber, err) => log.error({ err, subscriber }, `${subscriber} failed on a change of the disk's state; the writer goes on`);
+  store.space.subscribe((e) => logSpaceEpisode(log, store.location, e), 'the node log');
   return store;
+}
+
+/** One line when writes start failing for space and one when they succeed again, however many requests meet it between. */
+function logSpaceEpisode(log: Logger, dir: string, e: SpaceEvent): void {
+  if (e.kind === 'full') {
+    const free = freeBytesIn(dir);
+    log.error({ dir, freeBytes: free, reason: e.error.reason, since: e.since.toISOString() },
+      `writes refused: no space left on device (${e.error.reason}); ${mib(free)} free on the data directory's file system; `
+      + `writes resume by themselves once ${mib(e.error.resumeFreeBytes)} is free there (refused writes answer 507 meanwhile)`);
+  } else {
+    const ms = e.until.getTime() - e.since.getTime();
+    log.info({ outOfSpaceMs: ms, refusedWrites: e.refusedWrites, since: e.since.toISOString() },
+      `writes succeed again after ${(ms / 1000).toFixed(1)} s without space; ${e.refusedWrites} writes were refused meanwhile`);
+  }
+}
+
+function freeBytesIn(dir: string): number | undefined {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+function mib(bytes: number | undefined): string {
+  return bytes === undefined ? 'unknown' : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 function projectionOptions(config: Config): ManagerOptions {

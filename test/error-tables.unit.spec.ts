@@ -9,7 +9,7 @@ import { ProjectionError } from '../src/projections/manager.js';
 import { QuerySyntaxError } from '../src/projections/validate.js';
 import { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError } from '../src/scavenge/types.js';
 import {
-  BackupStoppedError, InvalidWriteError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, StoreClosedError, StreamDeletedError,
+  BackupStoppedError, InvalidWriteError, NotLeaderError, OutOfSpaceError, ReplicationLostError, ReplicationMismatchError, StoreClosedError, StreamDeletedError,
   WriteTimeoutError, WrongExpectedVersionError,
 } from '../src/store/index.js';
 import { SubscriptionError } from '../src/subscriptions/service.js';
@@ -30,6 +30,7 @@ const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
   NOT_LEADER: new NotLeaderError(),
   REPLICATION_LOST: new ReplicationLostError('the term ended'),
   WRITE_TIMEOUT: new WriteTimeoutError('no quorum'),
+  OUT_OF_SPACE: new OutOfSpaceError('While appending to file: /data/000004.log', 64 * 1024 * 1024),
   ACCESS_DENIED: new AccessDeniedError('s', 'r'),
   INVALID_FILTER: new InvalidFilterError('a bad filter'),
   NOT_PERMITTED: new NotPermittedError('users', 'admin'),
@@ -56,6 +57,8 @@ const ONE_OF_EACH: { [C in DomainErrorCode]: DomainError } = {
 };
 
 const TEXT = 'text/plain; charset=utf-8';
+const NO_SPACE = 'No space left on device: While appending to file: /data/000004.log. The write was refused; writes resume by themselves '
+  + 'once the data directory\'s file system has 64 MiB free (retry with the same event ids then).';
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PROBLEM = 'application/problem+json; charset=utf-8';
 
@@ -70,6 +73,7 @@ const HTTP: { [C in DomainErrorCode]: Seen } = {
   NOT_LEADER: [503, 'Server Is Not Ready', TEXT, 'This node is not the cluster leader'],
   REPLICATION_LOST: [503, 'Server Is Not Ready', TEXT, 'the term ended; the write may or may not have been written.'],
   WRITE_TIMEOUT: [500, 'Write timeout', TEXT, 'No quorum of the cluster held the write in time; it may or may not have been written.'],
+  OUT_OF_SPACE: [507, 'Insufficient Storage', TEXT, NO_SPACE],
   ACCESS_DENIED: [401, 'Unauthorized', null, '', { 'WWW-Authenticate': 'BasicCustom realm="SVC"' }],
   INVALID_FILTER: [400, 'Bad Request', TEXT, 'a bad filter'],
   NOT_PERMITTED: [401, 'Unauthorized', null, ''],
@@ -155,6 +159,7 @@ describe('the gRPC table', () => {
     NOT_LEADER: NOT_READY,
     REPLICATION_LOST: { code: 14, message: 'Server Is Not Ready: the term ended; the write may or may not have been written.' },
     WRITE_TIMEOUT: { code: 10, message: 'Operation timed out: no quorum of the cluster held the write in time; it may or may not have been written.' },
+    OUT_OF_SPACE: { code: 8, message: NO_SPACE },
     ACCESS_DENIED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },
     INVALID_FILTER: { code: 3, message: 'a bad filter' },
     NOT_PERMITTED: { code: 7, message: 'Access Denied', trailers: { exception: 'access-denied' } },

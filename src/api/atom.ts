@@ -1,11 +1,11 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import assert from 'node:assert/strict';
 import { XMLBuilder } from 'fast-xml-parser';
 import { formatUuid, LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type ResolvedEvent } from '../store/index.js';
 import { eventUrl } from './urls.js';
 
 // The Atom representation of streams: one model for a feed and its entries, written as
-// atom+json (also served for application/json) or as Atom XML. Stream pages, $all pages and
-// persistent subscription messages are all sent through `sendFeed`.
+// atom+json (also served for application/json) or as Atom XML, in pieces (`feedPieces`) that
+// send-feed.ts writes out: stream pages, $all pages and persistent subscription messages alike.
 
 export type Embed = 'none' | 'content' | 'rich' | 'body' | 'pretty' | 'tryharder';
 const EMBEDS: readonly Embed[] = ['none', 'content', 'rich', 'body', 'pretty', 'tryharder'];
@@ -42,6 +42,9 @@ export function link(uri: string, relation: string): Link {
   return { uri, relation, type: null };
 }
 
+/** A feed's own fields and links: everything but its entries. */
+export type FeedHead = Omit<FeedModel, 'entries' | 'leases'>;
+
 export interface FeedModel {
   title: string;
   id: string;
@@ -53,7 +56,7 @@ export interface FeedModel {
   links: Link[];
   entries: ResolvedEvent[];
   /** Competing-consumer feeds: each entry's retry count and its ack/nack links (parallel to entries). */
-  leases?: { retryCount: number; links: Link[] }[];
+  leases?: Lease[];
 }
 
 function parseJson(bytes: Buffer): unknown {
@@ -201,8 +204,7 @@ function richJson(e: ResolvedEvent, embed: Embed, eventId: string, text: string)
 }
 
 /** One entry as JSON; a competing-consumer lease sets its retry count and adds its ack/nack links. */
-export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean,
-  lease?: { retryCount: number; links: Link[] }): string {
+export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withContent: boolean, lease?: Lease): string {
   const head = entryHead(base, e, embed, withContent);
   const url = eventUrlJson(base, head.url);
   const rich = LEVEL[embed] >= LEVEL.rich;
@@ -218,12 +220,43 @@ export function entryJson(base: string, e: ResolvedEvent, embed: Embed, withCont
     + `${rich ? richJson(e, embed, eventId, text) : ''}}`;
 }
 
-/** The feed as atom+json text (compact; event data spliced in as stored). */
-export function feedJsonText(base: string, feed: FeedModel, embed: Embed): string {
-  const entries = feed.entries.map((e, i) => entryJson(base, e, embed, false, feed.leases?.[i])).join(',');
+/** A competing-consumer entry's retry count and ack/nack links. */
+export interface Lease { retryCount: number; links: Link[] }
+
+/**
+ * A feed written in pieces: what comes before the first entry (the feed's own fields and links),
+ * each entry, what goes between two entries and what closes the feed. Joined, they are the
+ * document; send-feed.ts writes a big page a part at a time from them.
+ */
+export interface FeedPieces {
+  readonly opening: string;
+  readonly separator: string;
+  readonly closing: string;
+  entry(e: ResolvedEvent, lease?: Lease): string;
+}
+
+/** The pieces of a feed in the negotiated representation (`embed` picks how much of each entry the JSON carries). */
+export function feedPieces(base: string, mediaType: string, feed: FeedHead, embed: Embed): FeedPieces {
+  if (mediaType.endsWith('xml')) {
+    return { opening: feedXmlOpening(feed), separator: '', closing: FEED_XML_CLOSING, entry: (e, lease) => entryXmlText(base, e, lease) };
+  }
+  return { opening: feedJsonOpening(feed), separator: ',', closing: ']}', entry: (e, lease) => entryJson(base, e, embed, false, lease) };
+}
+
+/** The whole document from its pieces. */
+export function feedText(pieces: FeedPieces, feed: FeedModel): string {
+  return pieces.opening + feed.entries.map((e, i) => pieces.entry(e, feed.leases?.[i])).join(pieces.separator) + pieces.closing;
+}
+
+function feedJsonOpening(feed: FeedHead): string {
   return `{"title":${str(feed.title)},"id":${str(feed.id)},"updated":${str(feed.updated)},"streamId":${str(feed.streamId)},`
     + `"author":${AUTHOR_JSON},"headOfStream":${feed.headOfStream},"selfUrl":${str(feed.selfUrl)},"eTag":${str(feed.eTag)},`
-    + `"links":${linksJson(feed.links)},"entries":[${entries}]}`;
+    + `"links":${linksJson(feed.links)},"entries":[`;
+}
+
+/** The feed as atom+json text (compact; event data spliced in as stored). */
+export function feedJsonText(base: string, feed: FeedModel, embed: Embed): string {
+  return feedText(feedPieces(base, 'application/json', feed, embed), feed);
 }
 
 const xmlBuilder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: true });
@@ -246,8 +279,7 @@ function xmlLinks(links: Link[]): object[] {
   return links.map((l) => ({ '@_href': l.uri, '@_rel': l.relation }));
 }
 
-function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean,
-  lease?: { retryCount: number; links: Link[] }): Record<string, unknown> {
+function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean, lease?: Lease): Record<string, unknown> {
   const head = entryHead(base, e, withContent ? 'content' : 'none', withContent);
   const entry: Record<string, unknown> = {
     title: `${head.eventNumber}@${head.streamId}`, id: head.url, updated: head.updated, author: AUTHOR, summary: head.summary,
@@ -261,23 +293,25 @@ function entryXmlObject(base: string, e: ResolvedEvent, withContent: boolean,
   return entry;
 }
 
-export function feedXml(base: string, feed: FeedModel): string {
+const FEED_XML_CLOSING = '</feed>';
+
+/** The feed element with its fields and links, open: without its entries (which come last) and its closing tag. */
+function feedXmlOpening(feed: FeedHead): string {
   const doc = {
-    feed: {
-      '@_xmlns': ATOM_NS,
-      title: feed.title, id: feed.id, updated: feed.updated, author: AUTHOR,
-      link: xmlLinks(feed.links),
-      entry: feed.entries.map((e, i) => entryXmlObject(base, e, false, feed.leases?.[i])),
-    },
+    feed: { '@_xmlns': ATOM_NS, title: feed.title, id: feed.id, updated: feed.updated, author: AUTHOR, link: xmlLinks(feed.links) },
   };
-  return XML_DECLARATION + xmlBuilder.build(doc);
+  const text = xmlBuilder.build(doc) as string;
+  assert(text.endsWith(FEED_XML_CLOSING), 'a feed element with children ends with its closing tag');
+  return XML_DECLARATION + text.slice(0, -FEED_XML_CLOSING.length);
 }
 
-/** Sends a feed page in the negotiated representation (`?embed=` picks how much of each entry the JSON carries). */
-export function sendFeed(reply: FastifyReply, base: string, mediaType: string, feed: FeedModel, req: FastifyRequest): FastifyReply {
-  if (mediaType.endsWith('xml')) return reply.type(`${mediaType}; charset=utf-8`).send(feedXml(base, feed));
-  const embed = parseEmbed((req.query as Record<string, string | undefined>).embed);
-  return reply.type(`${mediaType}; charset=utf-8`).send(feedJsonText(base, feed, embed));
+/** One entry of a feed as XML (the builder writes an array member as consecutive elements: the same text). */
+function entryXmlText(base: string, e: ResolvedEvent, lease?: Lease): string {
+  return xmlBuilder.build({ entry: entryXmlObject(base, e, false, lease) }) as string;
+}
+
+export function feedXml(base: string, feed: FeedModel): string {
+  return feedText(feedPieces(base, 'application/atom+xml', feed, 'none'), feed);
 }
 
 export function entryXml(base: string, e: ResolvedEvent): string {

@@ -10,6 +10,7 @@ import type { Scavenger } from '../scavenge/index.js';
 import type { BackupService } from '../backup/index.js';
 import type { AutoScavengeCoordinator } from '../autoscavenge/index.js';
 import type { Verbs } from '../verbs/index.js';
+import type { SendQueue } from './send-queue.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).
 
@@ -47,6 +48,8 @@ export interface ApiContext {
   scavenger: Scavenger;
   backups: BackupService;
   autoScavenge: AutoScavengeCoordinator;
+  /** What big feed pages hold for their clients, all together (send-queue.ts). */
+  sends: SendQueue;
 }
 
 declare module 'fastify' {

@@ -3,8 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError } from 'fastify';
 import { DomainError, type DomainErrorCode } from '../errors.js';
 import type {
-  BackupStoppedError, InvalidWriteError, NotLeaderError, ReplicationLostError, StoreClosedError, StreamDeletedError, WriteTimeoutError,
-  WrongExpectedVersionError,
+  BackupStoppedError, InvalidWriteError, NotLeaderError, OutOfSpaceError, ReplicationLostError, StoreClosedError, StreamDeletedError,
+  WriteTimeoutError, WrongExpectedVersionError,
 } from '../store/index.js';
 import type { ProjectionError, QuerySyntaxError } from '../projections/index.js';
 import type { SettingsError, SubscriptionError } from '../subscriptions/index.js';
@@ -71,6 +71,8 @@ export const API_ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, reason: 'Invalid or missing Content-Type', message: '' },
   /** POST /admin/backup: the backup directory's file system is full (ENOSPC, EDQUOT, EFBIG). */
   BACKUP_TARGET_FULL: { status: 507, reason: 'Insufficient Storage', message: 'No space left for the backup.' },
+  /** Any write while the data directory's file system is full: "No space left on device: ..." with the file and when writes resume. */
+  OUT_OF_SPACE: { status: 507, reason: 'Insufficient Storage', message: 'No space left on device.' },
   INTERNAL: { status: 500, reason: 'Internal Server Error', message: 'Internal error.' },
   SHUTTING_DOWN: { status: 503, reason: 'Server Is Not Ready', message: 'The server is shutting down.' },
   SERVICE_UNAVAILABLE: { status: 503, reason: 'Service Unavailable', message: '' },
@@ -124,7 +126,8 @@ export function badRequest(message: string): ApiError {
 /** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
 export type KnownDomainError =
   | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
-  | WriteTimeoutError | AccessDeniedError | InvalidFilterError | NotPermittedError | InvalidRequestError | ProjectionError | QuerySyntaxError | SubscriptionError | SettingsError
+  | WriteTimeoutError | OutOfSpaceError | AccessDeniedError | InvalidFilterError | NotPermittedError | InvalidRequestError | ProjectionError
+  | QuerySyntaxError | SubscriptionError | SettingsError
   | ScavengeAlreadyRunningError | ScavengeNotFoundError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
   | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
@@ -147,6 +150,7 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   NOT_LEADER: (e) => new ApiError('NOT_READY', e.message),
   REPLICATION_LOST: (e) => new ApiError('NOT_READY', `${e.message}; the write may or may not have been written.`),
   WRITE_TIMEOUT: () => new ApiError('WRITE_TIMEOUT'),
+  OUT_OF_SPACE: (e) => new ApiError('OUT_OF_SPACE', e.message),
   ACCESS_DENIED: () => new ApiError('ACCESS_DENIED'),
   INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
   // Authentication asks for credentials (a challenge); a role or another's account is refused without a body, but the projections API refuses in words.

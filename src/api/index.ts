@@ -5,3 +5,4 @@ export { openDoors, type Doors } from './doors.js';
 export type { Route } from './app.js';
 export type { NodeControl, ReloadOutcome } from './context.js';
 export type { LeaderRouting } from './leader-routing.js';
+export { SendQueue } from './send-queue.js';

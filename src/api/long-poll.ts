@@ -19,9 +19,9 @@ export function hangUpSignal(req: FastifyRequest): AbortSignal {
 }
 
 /** Reads; when `isEmpty` and the client waits, waits for a commit that `matches` and reads again. */
-export async function readWithLongPoll<T>(req: FastifyRequest, bus: Store['bus'], waitMs: number, read: () => T,
+export async function readWithLongPoll<T>(req: FastifyRequest, bus: Store['bus'], waitMs: number, read: () => T | Promise<T>,
   isEmpty: (page: T) => boolean, matches: (record: EventRecord) => boolean): Promise<T> {
-  const page = read();
+  const page = await read();
   if (waitMs <= 0 || !isEmpty(page)) return page;
   await bus.waitFor(matches, waitMs, hangUpSignal(req));
   return read();

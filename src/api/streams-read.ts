@@ -7,10 +7,11 @@ import { ApiError } from './errors.js';
 import { booleanHeader } from './headers.js';
 import { EVENT_TYPES, FEED_TYPES, MEDIA, negotiate } from './media.js';
 import {
-  contentJson, contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, sendFeed, simpleXml,
+  contentJson, contentOf, EMPTY_UPDATED, entryJson, entryXml, formatUpdated, link, parseEmbed, simpleXml,
   type FeedModel, type Link,
 } from './atom.js';
 import { applyCaching, etagOf, type Cacheability } from './caching.js';
+import { sendFeed, storedPage } from './send-feed.js';
 import { baseUrl, streamUrl } from './urls.js';
 import { principalOf, type ApiContext } from './context.js';
 import { longPollMs, readWithLongPoll } from './long-poll.js';
@@ -105,7 +106,10 @@ function cacheabilityOf(r: PageRequest, page: Extract<StreamPage, { status: 'ok'
 async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, r: PageRequest, mediaType: string) {
   const who = principalOf(req);
   const resolveLinks = booleanHeader(req, 'ResolveLinkTos', true);
-  const read = () => ctx.verbs.streams.readStream(who, r.streamId, r.direction === 'backward' && r.head ? -1 : r.from, r.count, r.direction, resolveLinks);
+  // A big page is read in one go (a stream's index gives its records' places, which are then read
+  // together), in its turn: 1,000 events of 5 KB take ~10 ms when not cached.
+  const read = () => ctx.sends.forPage(r.count, () =>
+    ctx.verbs.streams.readStream(who, r.streamId, r.direction === 'backward' && r.head ? -1 : r.from, r.count, r.direction, resolveLinks));
   const page = await readWithLongPoll(req, ctx.store.bus, r.direction === 'forward' ? longPollMs(req) : 0, read,
     (p) => p.status === 'noStream' || (p.status === 'ok' && p.events.length === 0),
     (rec) => rec.streamId === r.streamId || rec.streamId === metastreamOf(r.streamId));
@@ -117,7 +121,7 @@ async function readPage(ctx: ApiContext, req: FastifyRequest, reply: FastifyRepl
   const base = baseUrl(req);
   const etag = r.direction === 'backward' && r.head ? etagOf(page.lastEventNumber, mediaType, metadataVersion) : null;
   const feed = feedFor(base, r, page, etag);
-  return sendFeed(reply, base, mediaType, feed, req);
+  return sendFeed(reply, req, base, mediaType, feed, storedPage(ctx, feed.entries, resolveLinks), { sends: ctx.sends });
 }
 
 /** Negotiates a feed type; on the backward stream routes a description-document choice answers it. */

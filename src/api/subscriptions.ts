@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { formatUuid, parseUuid } from '../store/index.js';
 import { settingsFromBody, settingsJson, type GroupSettings, type NackAction, type PersistentGroup } from '../subscriptions/index.js';
-import { link, sendFeed, type FeedModel, type Link } from './atom.js';
+import { link, type FeedModel, type Link } from './atom.js';
+import { entriesInMemory, sendFeed } from './send-feed.js';
 import { ApiError } from './errors.js';
 import { parseJson } from './json-body.js';
 import { COMPETING_TYPES, negotiate, requestMediaType } from './media.js';
@@ -196,7 +197,7 @@ export function registerSubscriptions(app: FastifyInstance, ctx: ApiContext): vo
       })),
     };
     reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate');
-    return sendFeed(reply, base, mediaType, feed, req);
+    return sendFeed(reply, req, base, mediaType, feed, entriesInMemory(feed.entries), { sends: ctx.sends, leases: feed.leases });
   };
   app.get<{ Params: Params }>('/subscriptions/:stream/:group', pull);
   app.get<{ Params: Params & { count: string } }>('/subscriptions/:stream/:group/:count', { schema: SCHEMAS.pull }, pull);

@@ -132,6 +132,16 @@ export const OPTIONS = {
     kind: 'bool', group: 'Interface', default: false,
     help: 'Answer every read with no-cache instead of caching immutable pages for a year.',
   },
+  httpSendBufferSize: {
+    kind: 'size', group: 'Interface', default: 32 * 1024 * 1024, min: 64 * 1024, max: 2 ** 40,
+    help: 'Bytes of feed pages the node holds made and not yet taken by their clients, for all HTTP connections together. '
+      + 'A big page is written a part (~64 KiB, or one entry if bigger) at a time, the next only once the client has taken the one before, '
+      + 'so a client that stops reading holds one part; past this total, the next parts of every page wait until some are taken or their connections closed.',
+  },
+  httpSendTimeout: {
+    kind: 'int', group: 'Interface', default: 30, min: 1, max: 3600,
+    help: 'Seconds a client may leave a part of a feed page untaken (it stopped reading) before its connection is closed, which frees what it held.',
+  },
   insecure: {
     kind: 'bool', group: 'Certificate', default: true,
     help: 'Serve plain HTTP without TLS or certificates (the default for a node on loopback). Set false to serve HTTPS.',

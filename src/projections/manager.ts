@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { DomainError } from '../errors.js';
-import { ExpectedVersion, jsonEvent, proposedEvent, type Store } from '../store/index.js';
+import { ExpectedVersion, jsonEvent, OutOfSpaceError, proposedEvent, type SpaceEvent, type Store } from '../store/index.js';
 import { Projection } from './projection.js';
 import { JsEngine } from './engine.js';
 import { isSystemProjection, NativeEngine, SYSTEM_PROJECTIONS } from './system.js';
@@ -16,6 +16,14 @@ import { validateQuery } from './validate.js';
 // The registry of projections. Definitions live in the log ($projections-$all lists names,
 // $projections-<name> holds each definition) and are restored on start; transient projections
 // live in memory only.
+//
+// A full disk, one rule: a projection faulted because the store refused its checkpoint for space
+// (not by its query) is not recorded as faulted, and runs again from its last checkpoint as soon
+// as the store writes again (the store's out-of-space episode ends: any write succeeds, a client's
+// or the writer's own probe); a restart before that runs it from the same checkpoint too. Both
+// ways it ends as if the disk had never filled, each emitted event written once. A fault of the
+// query stays, and is recorded; if the full disk kept it from being recorded, it is recorded once
+// writes succeed again.
 
 /** A projection request refused: no such projection, a duplicate name, or a request it cannot take now or at all. */
 export class ProjectionError extends DomainError {
@@ -48,12 +56,18 @@ export interface ManagerOptions extends RuntimeLimits {
 
 export class ProjectionManager {
   private readonly projections = new Map<string, Projection>();
+  /** Faults of queries the full disk kept from being recorded, recorded once writes succeed again. */
+  private readonly unrecordedFaults = new Map<Projection, string>();
+  private unsubscribeSpace: (() => void) | undefined;
+  private stopping = false;
   private restarting = false;
 
   constructor(private readonly store: Store, private readonly log: Logger, private readonly options: ManagerOptions) {}
 
   /** Restores every persisted projection (creating the system ones on a new database) and starts the enabled ones. */
   async start(): Promise<void> {
+    this.stopping = false;
+    this.unsubscribeSpace ??= this.store.space.subscribe((e) => this.spaceChanged(e), 'the projection manager');
     if (!this.store.streamInfo(REGISTRY_STREAM)) {
       await this.store.append(REGISTRY_STREAM, ExpectedVersion.noStream, [textEvent(EVENT.initialized, '')]);
     }
@@ -96,16 +110,43 @@ export class ProjectionManager {
       (p, limits, stored, partitionCache) => (p.handlerType === 'JS'
         ? JsEngine.create(p.query, limits, { emitEnabled: p.config.emitEnabled, mode: p.mode, partitionCache }, stored)
         : Promise.resolve(new NativeEngine(p.handlerType, p.query))),
-      (reason) => this.keepFault(projection, reason));
+      (reason, byFullDisk) => (byFullDisk ? this.resumeWhenWritesSucceed() : this.keepFault(projection, reason)));
     return projection;
   }
 
   /** Records a fault in the definition, so a restart does not replay the projection into it again. */
   private keepFault(p: Projection, reason: string): void {
     if (this.projections.get(p.name) !== p) return;
+    this.unrecordedFaults.delete(p);
     this.persist(p, { ...p.persisted, faultedReason: reason }).catch((err: Error) => {
-      this.log.warn({ projection: p.name, err: err.message }, 'could not record the fault of a projection');
+      if (err instanceof OutOfSpaceError) {
+        this.unrecordedFaults.set(p, reason);
+        this.log.warn({ projection: p.name }, 'the fault of a projection is recorded once writes succeed again: the disk is full');
+      } else this.log.warn({ projection: p.name, err: err.message }, 'could not record the fault of a projection');
     });
+  }
+
+  /** A projection faulted by the full disk: it resumes when the episode ends, or now if it already has. */
+  private resumeWhenWritesSucceed(): void {
+    if (this.store.space.failingSince === undefined) setImmediate(() => this.resumeAfterFullDisk());
+  }
+
+  private spaceChanged(e: SpaceEvent): void {
+    if (e.kind === 'back') this.resumeAfterFullDisk();
+  }
+
+  /** The store writes again: projections the full disk faulted run from their last checkpoint, and unrecorded faults are recorded. */
+  private resumeAfterFullDisk(): void {
+    if (this.stopping) return;
+    for (const p of this.projections.values()) {
+      if (!p.faultedByFullDisk || !p.persisted.enabled || !this.mayRun(p.persisted)) continue;
+      this.log.info({ projection: p.name }, 'projection resumes from its last checkpoint: writes succeed again');
+      p.resumeAfterFullDisk().catch((err: Error) => this.log.warn({ projection: p.name, err: err.message }, 'projection could not resume'));
+    }
+    for (const [p, reason] of this.unrecordedFaults) {
+      if (p.status === 'Faulted' && !p.faultedByFullDisk) this.keepFault(p, reason);
+      else this.unrecordedFaults.delete(p);
+    }
   }
 
   private async createPersisted(persisted: PersistedProjection): Promise<Projection> {
@@ -125,6 +166,9 @@ export class ProjectionManager {
 
   /** Stops every projection, writing a last checkpoint. */
   async stop(): Promise<void> {
+    this.stopping = true;
+    this.unsubscribeSpace?.();
+    this.unsubscribeSpace = undefined;
     await Promise.all([...this.projections.values()].map((p) => p.stop(true, p.status === 'Running' ? 'Stopped' : p.status)));
   }
 

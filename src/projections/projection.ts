@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Store } from '../store/index.js';
+import { OutOfSpaceError, type Store } from '../store/index.js';
 import type { BatchOutcome, StoredPartition } from './sandbox.js';
 import type { Engine, EngineLimits } from './engine.js';
 import type { SourceDefinition } from './language/source-definition.js';
@@ -17,8 +17,12 @@ import { newRunCounters, progressOf, type ProjectionStatistics, type ProjectionS
 // in ONE store transaction (emit-writer.ts), so a crash resumes from the last checkpoint with
 // nothing emitted twice and nothing lost. The host's copy of the partitions is partition-cache.ts;
 // what a checkpoint holds and how it is read back, checkpoint-codec.ts. Its figures are read
-// through snapshot(). (Somewhat over 400 lines: the loop and the checkpoint policy weigh the same
-// since-the-last-checkpoint state, and split apart they would hand it back and forth.)
+// through snapshot(). A fault is the query's (its code threw, looped, ran out of memory: it stays
+// faulted) or the full disk's (the store refused a checkpoint for space: nothing of it was
+// written, and the manager runs the projection again from its last checkpoint once writes
+// succeed, as a restart would: resumeAfterFullDisk). (Somewhat over 400 lines: the loop and the
+// checkpoint policy weigh the same since-the-last-checkpoint state, and split apart they would
+// hand it back and forth.)
 
 /** A projection that handled events and then went quiet checkpoints its states after this long. */
 const IDLE_CHECKPOINT_MS = 1000;
@@ -41,6 +45,8 @@ const MAX_PARTITIONS_PER_CHECKPOINT = 2000;
 export class Projection {
   private runStatus: ProjectionStatus = 'Stopped';
   private stateReason = '';
+  /** The fault came from the store refusing a write for space, not from the query (see resumeAfterFullDisk). */
+  private fullDiskFault = false;
   private readonly counters = newRunCounters();
   definition: SourceDefinition | undefined;
 
@@ -65,8 +71,11 @@ export class Projection {
     private readonly isLiveProjection: (id: number) => boolean,
     /** Makes the engine that runs this projection's handlers (sandboxed JS, or native). */
     private readonly createEngine: (p: PersistedProjection, limits: EngineLimits, stored: Record<string, StoredPartition>, partitionCache: number) => Promise<Engine>,
-    /** Told once when the projection faults (the manager keeps the reason across restarts). */
-    private readonly onFault: (reason: string) => void = () => undefined) {
+    /**
+     * Told once when the projection faults: the manager keeps a fault of the query across
+     * restarts, and resumes one of the full disk (`byFullDisk`) once writes succeed again.
+     */
+    private readonly onFault: (reason: string, byFullDisk: boolean) => void = () => undefined) {
     this.partitions = this.newPartitionCache();
   }
 
@@ -76,6 +85,11 @@ export class Projection {
 
   get status(): ProjectionStatus {
     return this.runStatus;
+  }
+
+  /** Faulted because the store refused its write for space (not by its query): it resumes once writes succeed again. */
+  get faultedByFullDisk(): boolean {
+    return this.runStatus === 'Faulted' && this.fullDiskFault;
   }
 
   get checkpoints(): boolean {
@@ -117,6 +131,7 @@ export class Projection {
     if (this.loop) return;
     this.runStatus = 'Preparing';
     this.stateReason = '';
+    this.fullDiskFault = false;
     this.stopRequested = false;
     this.counters.eventsProcessedAfterRestart = 0;
     // A run starts from its last checkpoint, or from the beginning: nothing of an aborted run survives.
@@ -137,7 +152,7 @@ export class Projection {
       this.reader = new BatchReader(this.store, engine);
       this.writer = this.newEmitWriter();
     } catch (err) {
-      this.fault((err as Error).message);
+      this.fault((err as Error).message, err);
       return;
     }
     if (completed) {
@@ -147,7 +162,7 @@ export class Projection {
       return;
     }
     this.runStatus = 'Running';
-    this.loop = this.run().catch((err) => this.fault(`The ${this.name} projection failed: ${(err as Error).message}`))
+    this.loop = this.run().catch((err) => this.fault(`The ${this.name} projection failed: ${(err as Error).message}`, err))
       .finally(() => { this.loop = undefined; });
   }
 
@@ -158,7 +173,7 @@ export class Projection {
     if (this.runStatus === 'Running') this.runStatus = 'Stopping';
     await this.loop;
     await this.writing;
-    if (checkpoint && this.engine && this.runStatus !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message));
+    if (checkpoint && this.engine && this.runStatus !== 'Faulted') await this.checkpoint().catch((err) => this.fault((err as Error).message, err));
     this.release();
     if (this.runStatus !== 'Faulted' && this.runStatus !== 'Completed') this.runStatus = finalStatus;
   }
@@ -200,15 +215,35 @@ export class Projection {
   restoreFault(reason: string): void {
     this.runStatus = 'Faulted';
     this.stateReason = reason;
+    this.fullDiskFault = false;
   }
 
-  private fault(reason: string): void {
+  /**
+   * After a fault of the full disk, once the store writes again: runs again from its last
+   * checkpoint, exactly as a restart of the node would (the refused checkpoint wrote nothing, so
+   * what it held is emitted once, by the new run). Nothing happens if the projection was enabled,
+   * reset or stopped meanwhile.
+   */
+  async resumeAfterFullDisk(): Promise<void> {
+    if (!this.faultedByFullDisk) return;
+    await this.stop(false, 'Faulted'); // the faulted run's loop and write end first
+    if (this.faultedByFullDisk) await this.start();
+  }
+
+  /** `cause`: what was thrown, if anything; a write the store refused for space makes it a fault of the full disk. */
+  private fault(reason: string, cause?: unknown): void {
     if (this.runStatus === 'Faulted') return; // the first reason is the cause; later ones are its echoes
-    this.onFault(reason);
+    const byFullDisk = cause instanceof OutOfSpaceError;
+    if (byFullDisk) {
+      reason = `The ${this.name} projection could not write: No space left on device (${cause.reason}); `
+        + 'it resumes from its last checkpoint once writes succeed again';
+    }
+    this.onFault(reason, byFullDisk);
     this.runStatus = 'Faulted';
+    this.fullDiskFault = byFullDisk;
     this.stateReason = reason;
     this.stopRequested = true;
-    this.log.warn({ projection: this.name, reason }, 'projection faulted');
+    this.log.warn({ projection: this.name, reason }, byFullDisk ? 'projection faulted by the full disk' : 'projection faulted');
     this.release();
   }
 
@@ -348,7 +383,7 @@ export class Projection {
     // checkpoint that made it (exactly once either way).
     this.writing = this.writer!.write(write, true).then(
       () => { this.counters.lastCheckpointPosition = position; },
-      (err: Error) => this.fault(`The ${this.name} projection failed: ${err.message}`),
+      (err: Error) => this.fault(`The ${this.name} projection failed: ${err.message}`, err),
     ).finally(() => this.partitions.written(flight));
   }
 

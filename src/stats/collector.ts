@@ -8,9 +8,12 @@ import type { Store } from '../store/index.js';
 
 // Real measurements for GET /stats: process (memory, CPU, threads, GC, disk I/O, TCP), system
 // (CPU, memory, the data drive) and the node's own queues, writer and read counters. Rates are
-// taken between samples, one per second.
+// taken between samples, one per second. The writer's figures say whether writes are refused
+// because the data drive is full, since when and how many (out-of-space.ts).
 
 const SAMPLE_MS = 1000;
+/** The data drive's figures (statfs) are read at most this often, however often /stats is asked for. */
+const DRIVE_CACHE_MS = 1000;
 
 interface Sample {
   at: number;
@@ -25,10 +28,26 @@ interface Sample {
   exceptions: number;
 }
 
+/** What big feed pages sent in parts hold for their clients (svc.feedPages). */
+export interface FeedPageFigures {
+  /** Pages being written in parts. */
+  pages: number;
+  /** Bytes those pages made that their clients have not taken (the node's share; the kernel's socket buffers are not counted). */
+  bufferedBytes: number;
+  limitBytes: number;
+  /** Pages whose next part waits for its turn or for the budget. */
+  waiting: number;
+  /** Connections closed because their client left a part untaken for the timeout. */
+  closedNotReading: number;
+}
+
 export interface StatsSources {
   store: Store;
   dataPath: string;
   startTime: Date;
+  /** What big feed pages hold for their clients. */
+  /** The HTTP door's feed pages sent in parts (api/send-queue.ts). */
+  sends: { figures(): FeedPageFigures };
 }
 
 function systemTimes(): { idle: number; total: number } {
@@ -76,6 +95,7 @@ export class StatsCollector {
   private rates = { cpu: 0, sysCpu: 0, receiving: 0, sending: 0, writerItemsPerSecond: 0, writerBusyPercent: 0, timeInGc: 0, allocation: 0, exceptions: 0 };
   private readonly timer: NodeJS.Timeout;
   private readonly gcObserver: PerformanceObserver;
+  private drive: { at: number; figures: DriveFigures } | undefined;
 
   constructor(private readonly sources: StatsSources) {
     this.gcObserver = new PerformanceObserver((list) => {
@@ -212,7 +232,7 @@ export class StatsCollector {
         loadavg: Object.fromEntries(['1m', '5m', '15m'].map((k, i) => [k, round(loadavg()[i])])),
         freeMem: freemem(),
         totalMem: totalmem(),
-        drive: { [dataPath]: drive(dataPath) },
+        drive: { [dataPath]: this.dataDrive(dataPath, now) },
       },
       svc: {
         checksum: store.logEnd,
@@ -243,14 +263,27 @@ export class StatsCollector {
           maxFlushDelayMs: round(writer.maxFlushDelayMs),
           queuedFlushMessages: store.writerQueueLength,
           recordsWritten: writer.recordsWritten,
+          // null while writes succeed; else when the data drive began refusing them, and how many it refused since.
+          outOfSpaceSince: store.space.failingSince?.toISOString() ?? null,
+          outOfSpaceRefusedWrites: store.space.refusedWrites,
+          outOfSpaceEpisodes: store.space.episodes,
         },
         readIndex: { ...store.readCounters, cachedTransInfo: 0, notCachedTransInfo: 0, hashCollisions: 0 },
+        // Feed pages written in parts: what they hold for clients that have not taken it yet (send-queue.ts).
+        feedPages: this.sources.sends.figures(),
       },
     };
   }
+
+  private dataDrive(path: string, now: number): DriveFigures {
+    if (!this.drive || now - this.drive.at >= DRIVE_CACHE_MS) this.drive = { at: now, figures: drive(path) };
+    return this.drive.figures;
+  }
 }
 
-function drive(path: string): Record<string, number> {
+type DriveFigures = Record<'availableBytes' | 'totalBytes' | 'usage' | 'usedBytes', number>;
+
+function drive(path: string): DriveFigures {
   try {
     const s = statfsSync(path);
     const totalBytes = s.blocks * s.bsize;

@@ -180,19 +180,21 @@ export class BatchBuilder implements StreamView {
 
   /**
    * The batch to write: its operations (the stream infos and the writer checkpoint commit with
-   * the records), the writer checkpoint after it, and what it appends (undefined: nothing).
+   * the records), the writer checkpoint after it, what it appends (undefined: nothing), and what
+   * to call once it is written (the chunk times kept in memory move on).
    */
-  finish(): { ops: BatchOp[]; checkpoint: WriterCheckpoint; appended: Appended | undefined } {
+  finish(): { ops: BatchOp[]; checkpoint: WriterCheckpoint; appended: Appended | undefined; written?: () => void } {
     if (this.records.length === 0) return { ops: [], checkpoint: this.start, appended: undefined };
     const checkpoint: WriterCheckpoint = { nextPosition: this.position, nextStreamNumber: this.nextStreamNumber, recordCount: this.recordCount };
-    const ops = [...this.logOps, ...this.indexOps, ...this.idOps, ...this.ops, ...this.deps.chunkTimes.ops(this.chunkTimes)];
+    const chunkTimes = this.deps.chunkTimes.ops(this.chunkTimes);
+    const ops = [...this.logOps, ...this.indexOps, ...this.idOps, ...this.ops, ...chunkTimes.ops];
     for (const [name, info] of this.infos) ops.push(streamInfoOp(name, info));
     ops.push([WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(checkpoint)]);
     // What a restart may show at once: the commit position reached so far (a batch behind at most).
     const commit = this.deps.commitPosition?.();
     if (commit !== undefined) ops.push([COMMIT_KEY, u64Value(commit)]);
     return {
-      ops, checkpoint,
+      ops, checkpoint, written: chunkTimes.written,
       appended: { records: this.records, recordBytes: this.recordBytes, infos: this.infos, metadataWritten: this.metadataWritten },
     };
   }

@@ -30,21 +30,23 @@ export class ChunkTimes {
   constructor(private readonly rocks: Rocks) {}
 
   /**
-   * The writes that widen the stored range of each chunk a batch writes to by the batch's range.
-   * (A batch that fails, or a transaction rolled back, may leave a range wider than its records:
-   * harmless, a weight is an estimate.)
+   * The writes that widen the stored range of each chunk a batch writes to by the batch's range,
+   * and what to call once the batch is written: the range kept in memory moves on only then, so a
+   * batch that fails (a full disk) leaves it as stored. (A transaction rolled back may still
+   * leave a range wider than its records: harmless, a weight is an estimate.)
    */
-  ops(batch: ReadonlyMap<number, TimeRange>): BatchOp[] {
+  ops(batch: ReadonlyMap<number, TimeRange>): { ops: BatchOp[]; written: () => void } {
     const ops: BatchOp[] = [];
+    let last = this.last;
     for (const [chunk, [oldest, newest]] of batch) {
-      const known = (this.last?.chunk === chunk ? this.last.range : undefined) ?? storedChunkTimes(this.rocks, chunk) ?? [oldest, newest];
+      const known = (last?.chunk === chunk ? last.range : undefined) ?? storedChunkTimes(this.rocks, chunk) ?? [oldest, newest];
       const range: TimeRange = [Math.min(known[0], oldest), Math.max(known[1], newest)];
-      this.last = { chunk, range };
+      last = { chunk, range };
       const value = Buffer.allocUnsafe(16);
       value.writeDoubleBE(range[0], 0);
       value.writeDoubleBE(range[1], 8);
       ops.push([chunkTimesKey(chunk), value]);
     }
-    return ops;
+    return { ops, written: () => { this.last = last; } };
   }
 }

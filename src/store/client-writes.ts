@@ -62,9 +62,9 @@ export class ClientWrites implements BatchSource {
         return { taken, failure: err as Error };
       }
     }
-    const { ops, checkpoint, appended } = builder.finish();
+    const { ops, checkpoint, appended, written } = builder.finish();
     return {
-      origin: 'client', taken, ops, sync: !deferred, checkpoint, appended,
+      origin: 'client', taken, ops, sync: !deferred, checkpoint, appended, written,
       settle: () => { for (const outcome of outcomes) outcome(); },
     };
   }

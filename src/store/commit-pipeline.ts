@@ -6,6 +6,7 @@ import type { CommitHorizon } from './commit-horizon.js';
 import type { LogTailCache } from './log-cache.js';
 import type { WriterStats } from './writer-stats.js';
 import { NotLeaderError, StoreClosedError } from './errors.js';
+import { OutOfSpaceError, type SpaceWatch } from './out-of-space.js';
 import { encodeWriterCheckpoint, WRITER_CHECKPOINT_KEY, type WriterCheckpoint } from './stream-state.js';
 import type { AppendResult, ClientOperation, DeleteResult } from './commit-decision.js';
 import type { Appended } from './batch-builder.js';
@@ -20,6 +21,14 @@ import type { Removal } from './removals.js';
 // arriving meanwhile wait for the next turn: that is the group commit. On a cluster leader (a
 // ReplicationGate) readers see a batch and its callers hear only once a quorum holds it; on a
 // follower with bounded reads once its leader's commit position passes it (commitThrough).
+// A batch that cannot be written (a full disk) fails its callers and changes nothing in memory:
+// the writer's state moves on only in `written`, after RocksDB took the batch, so the next batch
+// is planned from the same log end. While the disk is full (an out-of-space episode,
+// out-of-space.ts) an idle writer tries a write of its checkpoint every PROBE_MS, so the episode
+// ends, and whoever waits for it hears, as soon as RocksDB writes again, with or without clients.
+
+/** How often an idle writer tries whether RocksDB writes again after running out of space (RocksDB itself checks every 5 s). */
+const PROBE_MS = 1000;
 
 /** How a queued write is answered. */
 interface Answer<T> {
@@ -102,6 +111,8 @@ export interface PipelineDeps {
   tail: LogTailCache;
   bus: CommitBus;
   stats: WriterStats;
+  /** Whether writes are refused for space (an episode), told of each refused and each successful write. */
+  space: SpaceWatch;
   /** A cluster node: a follower's copies too are held until the leader's commit position passes them. */
   boundedReads: boolean;
   /** Called after a batch that wrote to the metastreams of these streams. */
@@ -120,6 +131,8 @@ export class CommitPipeline {
   private unsynced = false;
   /** The end of the last batch published. */
   private publishedThrough = -1;
+  /** Tries a write while an out-of-space episode lasts (see PROBE_MS). */
+  private probe: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: PipelineDeps) {}
 
@@ -157,6 +170,7 @@ export class CommitPipeline {
   /** Stops taking writes and resolves once every write already queued is durable (or failed). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.probe);
     if (this.queue.length > 0 || this.scheduled) await new Promise<void>((resolve) => { this.drained = resolve; });
     if (this.unsynced) {
       // One synced write makes every deferred-sync write before it durable.
@@ -187,6 +201,7 @@ export class CommitPipeline {
         else this.deps.rocks.writeUnsynced(batch.ops);
         this.unsynced = !sync; // a synced write makes everything before it durable
       } catch (err) {
+        if (err instanceof OutOfSpaceError) this.outOfSpace(err, batch.taken.length);
         this.abandon(batch.taken, err as Error);
         return;
       }
@@ -195,7 +210,36 @@ export class CommitPipeline {
     }
     stats.flushed(batch.taken.length, writeMs, this.queue.length);
     this.release(batch, gate);
+    if (batch.ops.length > 0) this.deps.space.written();
     this.afterFlush();
+  }
+
+  /** A batch was refused for space: the episode starts (or goes on), and an idle writer probes until it ends. */
+  private outOfSpace(err: OutOfSpaceError, writes: number): void {
+    this.deps.space.refused(err, writes);
+    this.probe ??= setInterval(() => this.probeSpace(), PROBE_MS).unref();
+  }
+
+  /**
+   * Between batches (none is being planned or written: a flush runs in one turn), writes the
+   * writer checkpoint as it is (a write that changes nothing) to learn whether RocksDB writes again.
+   */
+  private probeSpace(): void {
+    if (this.closed || this.deps.space.failingSince === undefined) {
+      clearInterval(this.probe);
+      this.probe = undefined;
+      return;
+    }
+    if (this.scheduled) return; // writes are queued: their outcome tells
+    try {
+      this.deps.rocks.writeDurable([[WRITER_CHECKPOINT_KEY, encodeWriterCheckpoint(this.deps.checkpoint)]]);
+    } catch {
+      return; // still full (or RocksDB has not recovered yet): the next tick tries again
+    }
+    this.unsynced = false; // a synced write makes everything before it durable
+    clearInterval(this.probe);
+    this.probe = undefined;
+    this.deps.space.written();
   }
 
   /** The batch is written (durable, unless deferred-sync): the writer's state moves on. */

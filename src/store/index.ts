@@ -10,11 +10,12 @@ import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
-import { Reader } from './reader.js';
+import { Reader, type RecordPlace } from './reader.js';
 import { Writer } from './writer.js';
 import type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
 import type { ProposedEvent } from './proposed-event.js';
 import type { ReplicationGate } from './commit-pipeline.js';
+import type { SpaceWatch } from './out-of-space.js';
 import type { ShippedBatch } from './replicated-writes.js';
 import type { Removal } from './removals.js';
 import { storedChunkTimes } from './chunk-times.js';
@@ -37,6 +38,7 @@ export { ExpectedVersion } from './expected-version.js';
 export {
   WrongExpectedVersionError, StreamDeletedError, StoreClosedError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, WriteTimeoutError,
 } from './errors.js';
+export { OutOfSpaceError, type SpaceEvent, type SpaceWatch } from './out-of-space.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';
 export { proposedEvent, jsonEvent, metadataEvent, type ProposedEvent, type EventFields } from './proposed-event.js';
@@ -46,7 +48,7 @@ export type { ShippedBatch } from './replicated-writes.js';
 export type { Removal } from './removals.js';
 export { chunkName, encodeChunk, dropChunkEntry, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
-export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
+export type { ResolvedEvent, StreamPage, SingleEvent, AllPage, RecordPlace } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
 export { LINK_EVENT_TYPE, STORED, storedFormOf, type StoredRecord } from './record.js';
 export type { Commit } from './bus.js';
@@ -284,6 +286,11 @@ export class Store {
     return this.writer.stats;
   }
 
+  /** Whether writes are refused because the disk is full, since when, and who hears when that starts and ends. */
+  get space(): SpaceWatch {
+    return this.writer.space;
+  }
+
   get writerQueueLength(): number {
     return this.writer.queueLength;
   }
@@ -363,6 +370,11 @@ export class Store {
 
   readAllBackward(position: number, count: number) {
     return this.reader.readAllBackward(position, count);
+  }
+
+  /** The records at these places as they are now (undefined: removed by a scavenge since); see Reader.recordsAt. */
+  recordsAt(places: readonly RecordPlace[]) {
+    return this.reader.recordsAt(places);
   }
 
   /** Whether a stream read would show this record (its stream's $tb, $maxCount, $maxAge, deletion). */
@@ -515,11 +527,22 @@ export class Store {
     };
   }
 
-  /** Finishes the writes in flight, then closes RocksDB. */
+  /**
+   * Finishes the writes in flight, then closes RocksDB, also when the writer's last sync fails. On
+   * a full disk RocksDB cannot write its last buffers and says so: what was acknowledged was
+   * synced when it was, and the next start replays the write-ahead log, as after a kill.
+   */
   async close(): Promise<void> {
     await this.readThread.close();
-    await this.writer.close();
-    await this.idFilter.stop();
-    await this.rocks.close();
+    try {
+      await this.writer.close();
+    } finally {
+      await this.idFilter.stop();
+      await this.rocks.close().catch((err: Error) => {
+        if (this.space.failingSince === undefined) throw err;
+        throw new Error(`closed on a full disk: RocksDB could not write its last buffers (${err.message}); nothing acknowledged is lost, `
+          + 'the next start replays the write-ahead log', { cause: err });
+      });
+    }
   }
 }

@@ -36,6 +36,12 @@ export type SingleEvent =
   | { status: 'ok'; event: ResolvedEvent; lastEventNumber: number; metadata: StreamMetadata }
   | { status: 'notFound' | 'noStream' | 'deleted' };
 
+/** Where a record is: its position in the log, and its stream (which says the key space it is in). */
+export interface RecordPlace {
+  readonly position: number;
+  readonly streamId: string;
+}
+
 export interface AllPage {
   records: EventRecord[];
   /** Log bytes of the records left out before each record, and after the last (a shared read skipping system streams). */
@@ -244,6 +250,26 @@ export class Reader {
     const info = this.streams.get(streamId);
     if (!info || info.lastEventNumber < 0 || count <= 0) return [];
     return this.recordsBetween(streamId, info, Math.max(0, info.lastEventNumber - count + 1), info.lastEventNumber, true);
+  }
+
+  /**
+   * The records at these places of the log as they are now (undefined where a scavenge has removed
+   * one since it was read): a big page is held as places and read back a part at a time.
+   */
+  recordsAt(places: readonly RecordPlace[]): (EventRecord | undefined)[] {
+    const records = places.map((p) => this.tail.get(p.position));
+    const missing: number[] = [];
+    records.forEach((r, i) => { if (r === undefined) missing.push(i); });
+    if (missing.length > 0) {
+      const fetched = this.rocks.getMany(missing.map((i) => this.spaces.key(places[i].position, places[i].streamId)));
+      missing.forEach((i, j) => {
+        const bytes = fetched[j];
+        if (bytes) records[i] = decodeRecord(places[i].position, bytes);
+      });
+    }
+    this.counters.cachedRecord += places.length - missing.length;
+    this.counters.notCachedRecord += missing.length;
+    return records;
   }
 
   /** Records before `position`, newest first. */

@@ -35,9 +35,9 @@ export class ReplicatedWrites implements BatchSource {
         return { taken, failure: err as Error };
       }
     }
-    const { ops, checkpoint, appended } = builder.finish();
+    const { ops, checkpoint, appended, written } = builder.finish();
     return {
-      origin: 'leader', taken, ops, sync: true, checkpoint, appended,
+      origin: 'leader', taken, ops, sync: true, checkpoint, appended, written,
       settle: () => { for (const p of taken) p.resolve(); },
     };
   }

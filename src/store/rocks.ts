@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { metaKey } from './keys.js';
+import { isOutOfSpace, noSpaceReason, OutOfSpaceError } from './out-of-space.js';
 
 // The RocksDB handle and the few synchronous calls the store makes. The store serialises all
 // writes through one writer, and reads are short range scans, so synchronous native calls
@@ -26,7 +27,10 @@ const NO_OPTIONS = {};
 // compaction presets (the only way to change them) leave L0 and the base level uncompressed,
 // measured at 1.6-2.4x the disk of today's options at this size, and 4x (the whole database
 // uncompressed) while it is smaller than the preset's level base.
-/** RocksDB's write_buffer_size: a memtable this full is flushed. */
+/**
+ * RocksDB's write_buffer_size: a memtable this full is flushed. It is also the free space RocksDB
+ * waits for before it writes again after running out (out-of-space.ts).
+ */
 const WRITE_BUFFER_BYTES = 64 * 1024 * 1024;
 /** RocksDB's level0_file_num_compaction_trigger. */
 const L0_COMPACTION_TRIGGER = 4;
@@ -189,14 +193,21 @@ export class Rocks {
     this.writeBatch(ops, true);
   }
 
+  /** Throws OutOfSpaceError when the file system is full (RocksDB then refuses every write until it recovers). */
   private writeBatch(ops: readonly BatchOp[], sync: boolean): void {
     const batch = this.db.batch();
-    for (const op of ops) {
-      if (op.length === 2) batch._put(op[0], op[1], NO_OPTIONS);
-      else batch._del(op[0], NO_OPTIONS);
+    try {
+      for (const op of ops) {
+        if (op.length === 2) batch._put(op[0], op[1], NO_OPTIONS);
+        else batch._del(op[0], NO_OPTIONS);
+      }
+      batch._writeSync({ sync });
+    } catch (err) {
+      if (isOutOfSpace(err)) throw new OutOfSpaceError(noSpaceReason((err as Error).message), WRITE_BUFFER_BYTES);
+      throw err;
+    } finally {
+      void batch.close();
     }
-    batch._writeSync({ sync });
-    void batch.close();
   }
 
   /**

@@ -19,6 +19,7 @@ import { Removals, type Removal } from './removals.js';
 import { ChunkTimes } from './chunk-times.js';
 import { SpaceReclaimer } from './space-reclaim.js';
 import { WriterStats } from './writer-stats.js';
+import { SpaceWatch } from './out-of-space.js';
 
 // The single writer: the writes the store takes, each a queue entry carrying only what it needs,
 // and the one commit pipeline (commit-pipeline.ts) they all go through. Three batch sources feed
@@ -59,6 +60,8 @@ export interface WriterDeps {
 
 export class Writer {
   readonly stats = new WriterStats();
+  /** Whether writes are refused for space now (out-of-space.ts). */
+  readonly space = new SpaceWatch();
   private readonly pipeline: CommitPipeline;
   private readonly reclaimer: SpaceReclaimer;
 
@@ -71,7 +74,7 @@ export class Writer {
     };
     this.reclaimer = new SpaceReclaimer(rocks);
     this.pipeline = new CommitPipeline({
-      rocks, checkpoint, horizon, tail: deps.tail, bus: deps.bus, stats: this.stats, boundedReads: deps.boundedReads,
+      rocks, checkpoint, horizon, tail: deps.tail, bus: deps.bus, stats: this.stats, space: this.space, boundedReads: deps.boundedReads,
       onMetadataChanged: deps.onMetadataChanged,
       sources: {
         client: new ClientWrites({ ...builder, limits: deps.limits }),

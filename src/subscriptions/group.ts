@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { firstVisibleEventNumber, jsonEvent, type Store } from '../store/index.js';
+import { firstVisibleEventNumber, jsonEvent, OutOfSpaceError, type Store } from '../store/index.js';
 import type { GroupSettings } from './settings.js';
 import { MAX_LEASED_MESSAGES } from './limits.js';
 import { messageIdOf, type Message } from './message.js';
@@ -356,7 +356,8 @@ export class PersistentGroup {
       }
       this.lastCheckpointAt = Date.now();
     } catch (err) {
-      this.log.warn({ group: this.key, err: (err as Error).message }, 'checkpoint write failed; the next one retries');
+      // A full disk is logged once for all writes (the node's out-of-space episode), not per checkpoint.
+      if (!(err instanceof OutOfSpaceError)) this.log.warn({ group: this.key, err: (err as Error).message }, 'checkpoint write failed; the next one retries');
     } finally {
       this.checkpointWriting = false;
     }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import {
-  ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, nowMicros, proposedEvent, visibilityOf, type Store,
+  ExpectedVersion, LINK_EVENT_TYPE, metadataEvent, metastreamOf, nowMicros, OutOfSpaceError, proposedEvent, visibilityOf, type Store,
 } from '../store/index.js';
 import type { Message } from './message.js';
 
@@ -57,7 +57,8 @@ export class ParkedMessages {
           await new Promise((r) => setTimeout(r, 50 * attempt));
         }
       }
-      this.log.error({ stream: this.streamId, err: (lastError as Error)?.message }, 'could not park a message; it will be retried');
+      // A full disk is logged once for all writes (the node's out-of-space episode), not per message.
+      if (!(lastError instanceof OutOfSpaceError)) this.log.error({ stream: this.streamId, err: (lastError as Error)?.message }, 'could not park a message; it will be retried');
       this.callbacks.onParkFailed(m);
     })().finally(() => {
       this.writesInFlight--;

@@ -10,7 +10,7 @@ import { OperationVerbs, type NodeOperations } from './operations.js';
 
 // The verbs: what a client can do, once, for every door (src/api: HTTP/1.1 and gRPC).
 
-export { StreamVerbs, type AppendOutcome, type Direction } from './streams.js';
+export { StreamVerbs, type AllRead, type AppendOutcome, type Direction } from './streams.js';
 export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllStart } from './subscription.js';
 export { AccessDeniedError, InvalidFilterError, InvalidRequestError } from './errors.js';
 export { NotPermittedError, demand, demandSelf, type Right, type RightsArea } from './rights.js';

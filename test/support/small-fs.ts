@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { mkdtempSync, rmSync, statfsSync, statSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 export interface SmallFs {
   readonly dir: string;
-  /** Leaves about `bytes` free by filling the rest with a file of its own. */
+  /** Leaves about `bytes` free by filling the rest with a file of its own (grown, or shrunk to give space back). */
   fill(bytes: number): void;
   /** Removes the filling. */
   free(): void;
@@ -34,8 +34,15 @@ export function mountSmallFs(megabytes: number): SmallFs | string {
     dir,
     freeBytes,
     fill(bytes) {
-      const kib = Math.floor((freeBytes() - bytes) / 1024);
-      if (kib > 0) execFileSync('fallocate', ['-l', `${kib}k`, filler]);
+      let filled = 0;
+      try {
+        filled = statSync(filler).size;
+      } catch {
+        // no filler yet
+      }
+      const size = Math.max(0, Math.floor((filled + freeBytes() - bytes) / 1024) * 1024);
+      if (size > filled) execFileSync('fallocate', ['-l', `${size / 1024}k`, filler]);
+      else if (size < filled) truncateSync(filler, size); // gives the pages back at once (tmpfs)
     },
     free() {
       rmSync(filler, { force: true });

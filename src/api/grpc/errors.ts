@@ -100,6 +100,8 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   WRITE_TIMEOUT: () => ({
     code: GrpcStatus.ABORTED, message: 'Operation timed out: no quorum of the cluster held the write in time; it may or may not have been written.',
   }),
+  // As over HTTP (507): the message says which file and when writes resume.
+  OUT_OF_SPACE: (e) => ({ code: GrpcStatus.RESOURCE_EXHAUSTED, message: e.message }),
   ACCESS_DENIED: () => accessDenied(),
   INVALID_FILTER: (e) => invalidArgument(e.message),
   NOT_PERMITTED: () => accessDenied(),

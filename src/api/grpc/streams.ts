@@ -363,6 +363,10 @@ async function commitBatch(door: StreamsDoor, batch: OpenBatch, answer: (b: Open
       } else if (status?.code === GrpcStatus.INVALID_ARGUMENT) {
         // The reason goes in the status message too: clients that do not know the BadRequest detail show the message.
         refuse({ code: GrpcStatus.INVALID_ARGUMENT, message: status.message }, 'event_store.client.BadRequest', { message: status.message });
+      } else if (status?.code === GrpcStatus.RESOURCE_EXHAUSTED) {
+        // A full disk: the status and its message as a unary Append answers them. The clients know
+        // no detail for it and show the message (the Node clients: "Could not recognize No space left on device: ...").
+        refuse(status, 'google.rpc.ResourceInfo', { resource_type: 'disk', description: status.message });
       } else {
         refuse({ code: GrpcStatus.UNKNOWN, message: 'Unknown' }, 'event_store.client.Unknown');
       }
