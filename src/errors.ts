@@ -14,7 +14,7 @@ export type LogErrorCode =
   | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT' | 'OUT_OF_SPACE';
 
 /** The verbs' own refusals (src/verbs). */
-export type VerbErrorCode = 'ACCESS_DENIED' | 'NOT_AUTHORIZED' | 'INVALID_FILTER';
+export type VerbErrorCode = 'ACCESS_DENIED' | 'INVALID_FILTER' | 'NOT_PERMITTED' | 'INVALID_REQUEST';
 
 export type ProjectionErrorCode = 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'QUERY_SYNTAX';
 
@@ -24,7 +24,7 @@ export type SubscriptionErrorCode =
 
 /** Scavenge and backup refuse each other (one runs at a time), and a backup stops with the node. */
 export type MaintenanceErrorCode =
-  | 'SCAVENGE_ALREADY_RUNNING' | 'BACKUP_RUNNING' | 'SCAVENGE_RUNNING' | 'BACKUP_ALREADY_RUNNING' | 'BACKUP_TARGET' | 'BACKUP_STOPPED';
+  | 'SCAVENGE_ALREADY_RUNNING' | 'SCAVENGE_NOT_FOUND' | 'BACKUP_RUNNING' | 'SCAVENGE_RUNNING' | 'BACKUP_ALREADY_RUNNING' | 'BACKUP_TARGET' | 'BACKUP_STOPPED';
 
 export type AutoScavengeErrorCode = 'AUTO_SCAVENGE_NOT_ENABLED' | 'AUTO_SCAVENGE_REJECTED' | 'AUTO_SCAVENGE_FAILED' | 'INVALID_SCHEDULE';
 

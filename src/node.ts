@@ -176,7 +176,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       });
       doors = await openDoors({
         api: {
-          store, users, access, verbs: createVerbs(store, access, subscriptions), config, log: childLogger(log, 'http'), node: control,
+          store, users, access, verbs: createVerbs({ store, access, groups: subscriptions, projections, users, scavenger, node: control }), config, log: childLogger(log, 'http'), node: control,
           projections, subscriptions, scavenger, backups, autoScavenge: coordinator, sends,
         },
         grpcLog: childLogger(log, 'grpc'), cluster: cluster?.routing(), tls: certificates && secureContextOf(certificates),

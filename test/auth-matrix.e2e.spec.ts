@@ -3,7 +3,12 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { constants } from 'node:http2';
 import { ADMIN, basic, EVENTS_JSON, eventually, http, newEvent, OPS, startTestNode, uniq, type TestNode } from './support/node.js';
+import { call, frame, openSession, startCall, STREAMS, streamId } from './support/grpc.js';
+import { methodOf } from '../src/api/grpc/codecs.js';
+import { GrpcStatus } from '../src/api/grpc/status.js';
+import type { Config } from '../src/config/index.js';
 
 // Who may do what (issue 14), generated from the node's route table: every route the API
 // registers must have cases here (a new route without one fails the first test), and every case
@@ -12,6 +17,12 @@ import { ADMIN, basic, EVENTS_JSON, eventually, http, newEvent, OPS, startTestNo
 // per kind of stream ACL. Bad credentials are 401 everywhere, every refusal is 401 (never 403),
 // and a refused call that could write leaves the log as it was ($all's head, read as admin).
 // Statuses: the seed where it names them, http-wire.md §5.3 for the roles it leaves open.
+//
+// The gRPC door (issue 32) is held to the same table: every method the node serves (its server
+// features) has cases, each naming the HTTP route whose rights it shares (the route's cases, read
+// as gRPC answers: accepted is OK, 401 is PERMISSION_DENIED, 404 NOT_FOUND; bad credentials are
+// UNAUTHENTICATED) or, for the few without one, its own statuses. The node treats a call without
+// credentials as anonymous (--insecure-grpc-user anonymous), as a TLS node does.
 
 type Who = 'anonymous' | 'wrong password' | 'disabled user' | 'user' | 'ops' | 'admin';
 const PRINCIPALS: readonly Who[] = ['anonymous', 'wrong password', 'disabled user', 'user', 'ops', 'admin'];
@@ -32,13 +43,14 @@ interface Call {
   body?: string;
 }
 
-interface Case {
+/** The cases of an HTTP route (`C`: its request), or of a gRPC method (`C`: a GrpcCall, `expect` read from its HTTP route). */
+interface Case<C = Call> {
   name: string;
   expect: Statuses;
   /** The request `who` sends (it may first create, as admin, the fresh thing it acts on). */
-  call: (who: Who) => Promise<Call> | Call;
+  call: (who: Who) => Promise<C> | C;
   /** After an accepted call: waits for the work it started to finish, so later checks see a quiet log. */
-  settle?: (call: Call) => Promise<void>;
+  settle?: (call: C) => Promise<void>;
   /** Accepted calls go to a node of their own (the call stops the node). */
   ownNode?: boolean;
 }
@@ -375,16 +387,241 @@ const MATRIX: Record<string, Case[]> = {
     ({ method: 'POST', path: `/subscriptions/${groups.open.stream}/${groups.open.group}/replayParked` })),
 };
 
+// ---- The gRPC door: its methods, held to the rights of the HTTP routes above. ----
+
+const NODE_OPTIONS = { insecureGrpcUser: 'anonymous' } as Partial<Config>;
+const PROJECTIONS = 'event_store.client.projections.Projections';
+const USERS = 'event_store.client.users.Users';
+const OPERATIONS = 'event_store.client.operations.Operations';
+const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscriptions';
+
+/** A gRPC answer as the matrix compares it: the status, or for BatchAppend the status of its in-band result. */
+type GrpcCode = number;
+const GRPC_OK = 0;
+const PERMISSION_DENIED = 7;
+const UNAUTHENTICATED = 16;
+
+interface GrpcCall {
+  service: string;
+  method: string;
+  request: Record<string, unknown>;
+}
+
+type GrpcCase = Case<GrpcCall>;
+
+/** The answer an HTTP status stands for over gRPC. */
+function grpcOf(status: number): GrpcCode {
+  if (status < 400) return GRPC_OK;
+  const codes: Record<number, GrpcCode> = { 401: PERMISSION_DENIED, 404: 5 };
+  if (!(status in codes)) throw new Error(`no gRPC answer for HTTP ${status}`);
+  return codes[status];
+}
+
+/** The cases of an HTTP route, each with the gRPC call that does the same (by the HTTP case's name). */
+function sameAs(route: string, calls: Record<string, GrpcCase['call']>, more: Partial<GrpcCase> = {}): GrpcCase[] {
+  const cases = MATRIX[route];
+  if (!cases) throw new Error(`no HTTP route ${route}`);
+  return Object.entries(calls).map(([name, grpcCall]) => {
+    const c = cases.find((x) => x.name === name);
+    if (!c) throw new Error(`${route} has no case '${name}'`);
+    return { name: `as ${route} [${name}]`, expect: c.expect, call: grpcCall, ...more };
+  });
+}
+
+/** One call per ACL kind, paired with the HTTP route's case for that kind. */
+function sameAsByAcl(route: string, request: (stream: string) => GrpcCall, fresh = false): GrpcCase[] {
+  return sameAs(route, Object.fromEntries(ACL_KINDS.map((kind) =>
+    [`${kind} stream`, async () => request(fresh ? await newStream(kind) : streams[kind])])));
+}
+
+const grpc = (service: string, method: string, request: Record<string, unknown>): GrpcCall => ({ service, method, request });
+const options = (service: string, method: string, o: Record<string, unknown>) => grpc(service, method, { options: o });
+const proposed = () => ({ id: { string: randomUUID() }, metadata: { type: 'Appended', 'content-type': 'application/json' }, data: Buffer.from('{}') });
+const loginOptions = (method: string, more: Record<string, unknown> = {}) => async () =>
+  options(USERS, method, { login_name: await newUser(), ...more });
+const projection = (method: string, more: Record<string, unknown> = {}) => (mode: 'continuous' | 'transient') => async () =>
+  options(PROJECTIONS, method, { name: await newProjection(mode), ...more });
+async function disableProjection(c: GrpcCall): Promise<void> {
+  const name = (c.request.options as { name?: string; continuous?: { name: string }; transient?: { name: string } });
+  const named = name.name ?? name.continuous?.name ?? name.transient?.name;
+  if (named) await asAdmin({ method: 'POST', path: `/projection/${named}/command/disable` }, 200);
+}
+
+/** A group's settings as the clients send their defaults. */
+const GROUP_SETTINGS = {
+  message_timeout_ms: 30_000, max_retry_count: 10, checkpoint_after_ms: 2_000, min_checkpoint_count: 10, max_checkpoint_count: 1_000,
+  max_subscriber_count: 0, live_buffer_size: 500, read_batch_size: 20, history_buffer_size: 500, consumer_strategy: 'RoundRobin',
+};
+const openGroup = () => ({ stream_identifier: streamId(groups.open.stream), group_name: groups.open.group });
+
+const GRPC_MATRIX: Record<string, GrpcCase[]> = {
+  'event_store.client.server_features.ServerFeatures/GetSupportedMethods': [
+    // Asked by every client on connect, before anything else: answered whoever asks, bad credentials too (they are checked on the call that needs them).
+    { name: 'features', expect: everyone(200), call: () => grpc('event_store.client.server_features.ServerFeatures', 'GetSupportedMethods', {}) },
+  ],
+  [`${STREAMS}/Read`]: [
+    ...sameAsByAcl('GET /streams/:stream/:event/:count', (s) => options(STREAMS, 'Read', {
+      stream: { stream_identifier: streamId(s), start: {} }, count: '20', uuid_option: { string: {} }, no_filter: {},
+    })),
+    ...sameAs('GET /streams/:stream/:event/:count', {
+      $all: () => options(STREAMS, 'Read', { all: { start: {} }, count: '20', uuid_option: { string: {} }, no_filter: {} }),
+    }),
+  ],
+  [`${STREAMS}/Append`]: sameAsByAcl('POST /streams/:stream', (s) => options(STREAMS, 'Append', { stream_identifier: streamId(s), any: {} })),
+  [`${STREAMS}/BatchAppend`]: sameAsByAcl('POST /streams/:stream', (s) => grpc(STREAMS, 'BatchAppend', {
+    correlation_id: { string: randomUUID() }, options: { stream_identifier: streamId(s), any: {} }, proposed_messages: [proposed()], is_final: true,
+  })),
+  [`${STREAMS}/Delete`]: sameAsByAcl('DELETE /streams/:stream', (s) => options(STREAMS, 'Delete', { stream_identifier: streamId(s), any: {} }), true),
+  [`${STREAMS}/Tombstone`]: sameAsByAcl('DELETE /streams/:stream', (s) => options(STREAMS, 'Tombstone', { stream_identifier: streamId(s), any: {} }), true),
+
+  [`${PROJECTIONS}/Create`]: [
+    ...sameAs('POST /projections/continuous', { create: () => options(PROJECTIONS, 'Create', { continuous: { name: uniq('gc') }, query: QUIET_QUERY('nothing') }) },
+      { settle: disableProjection }),
+    ...sameAs('POST /projections/onetime', { create: () => options(PROJECTIONS, 'Create', { one_time: {}, query: QUIET_QUERY('nothing') }) }),
+    ...sameAs('POST /projections/transient', { create: () => options(PROJECTIONS, 'Create', { transient: { name: uniq('gt') }, query: QUIET_QUERY('nothing') }) },
+      { settle: disableProjection }),
+  ],
+  [`${PROJECTIONS}/Update`]: sameAs('PUT /projection/:name/query', {
+    continuous: async () => options(PROJECTIONS, 'Update', { name: await newProjection('continuous'), query: QUIET_QUERY('other'), no_emit_options: {} }),
+    transient: async () => options(PROJECTIONS, 'Update', { name: await newProjection('transient'), query: QUIET_QUERY('other'), no_emit_options: {} }),
+  }),
+  [`${PROJECTIONS}/Delete`]: sameAs('DELETE /projection/:name', { continuous: projection('Delete')('continuous') }),
+  [`${PROJECTIONS}/Statistics`]: [
+    ...sameAs('GET /projection/:name/statistics', { continuous: () => options(PROJECTIONS, 'Statistics', { name: continuous }) }),
+    ...sameAs('GET /projections/any', { list: () => options(PROJECTIONS, 'Statistics', { all: {} }) }),
+  ],
+  [`${PROJECTIONS}/Enable`]: sameAs('POST /projection/:name/command/enable', {
+    'continuous projection': projection('Enable')('continuous'), 'transient projection': projection('Enable')('transient'),
+  }, { settle: disableProjection }),
+  [`${PROJECTIONS}/Disable`]: [
+    ...sameAs('POST /projection/:name/command/disable', {
+      'continuous projection': projection('Disable', { write_checkpoint: true })('continuous'),
+      'transient projection': projection('Disable', { write_checkpoint: true })('transient'),
+    }),
+    ...sameAs('POST /projection/:name/command/abort', {
+      'continuous projection': projection('Disable', { write_checkpoint: false })('continuous'),
+      'transient projection': projection('Disable', { write_checkpoint: false })('transient'),
+    }),
+  ],
+  [`${PROJECTIONS}/Reset`]: sameAs('POST /projection/:name/command/reset', {
+    'continuous projection': projection('Reset')('continuous'), 'transient projection': projection('Reset')('transient'),
+  }),
+  [`${PROJECTIONS}/State`]: sameAs('GET /projection/:name/state', { continuous: () => options(PROJECTIONS, 'State', { name: continuous }) }),
+  [`${PROJECTIONS}/Result`]: sameAs('GET /projection/:name/result', { continuous: () => options(PROJECTIONS, 'Result', { name: continuous }) }),
+
+  [`${USERS}/Create`]: sameAs('POST /users', { create: () => options(USERS, 'Create', { login_name: uniq('gnew'), password: 'pw' }) }),
+  [`${USERS}/Update`]: sameAs('PUT /users/:login', { 'another account': loginOptions('Update', { full_name: 'Renamed' }) }),
+  [`${USERS}/Delete`]: sameAs('DELETE /users/:login', { 'another account': loginOptions('Delete') }),
+  [`${USERS}/Disable`]: sameAs('POST /users/:login/command/disable', { 'another account': loginOptions('Disable') }),
+  [`${USERS}/Enable`]: sameAs('POST /users/:login/command/enable', { 'another account': loginOptions('Enable') }),
+  [`${USERS}/ResetPassword`]: sameAs('POST /users/:login/command/reset-password', { 'another account': loginOptions('ResetPassword', { new_password: 'reset-pw' }) }),
+  [`${USERS}/ChangePassword`]: sameAs('POST /users/:login/command/change-password', {
+    'own account': (who) => options(USERS, 'ChangePassword', {
+      login_name: loginOf(who), current_password: PASSWORD[who as keyof typeof PASSWORD] ?? 'unknown', new_password: PASSWORD[who as keyof typeof PASSWORD] ?? 'unknown',
+    }),
+    'another account': loginOptions('ChangePassword', { current_password: 'spare-pw', new_password: 'taken-over' }),
+  }),
+  [`${USERS}/Details`]: [
+    ...sameAs('GET /users', { list: () => options(USERS, 'Details', {}) }),
+    ...sameAs('GET /users/:login', {
+      'another account': () => options(USERS, 'Details', { login_name: OTHER }),
+      'own account': (who) => options(USERS, 'Details', { login_name: loginOf(who) }),
+    }),
+  ],
+
+  [`${OPERATIONS}/StartScavenge`]: sameAs('POST /admin/scavenge', { start: () => options(OPERATIONS, 'StartScavenge', { thread_count: 1 }) },
+    { settle: () => scavengeFinished() }),
+  [`${OPERATIONS}/StopScavenge`]: sameAs('DELETE /admin/scavenge/:scavengeId', { 'none running': () => options(OPERATIONS, 'StopScavenge', { scavenge_id: randomUUID() }) }),
+  [`${OPERATIONS}/MergeIndexes`]: sameAs('POST /admin/mergeindexes', { merge: () => grpc(OPERATIONS, 'MergeIndexes', {}) }),
+  [`${OPERATIONS}/ResignNode`]: sameAs('POST /admin/node/resign', { resign: () => grpc(OPERATIONS, 'ResignNode', {}) }),
+  [`${OPERATIONS}/Shutdown`]: sameAs('POST /admin/shutdown', { shutdown: () => grpc(OPERATIONS, 'Shutdown', {}) }, { ownNode: true }),
+  'event_store.client.gossip.Gossip/Read': sameAs('GET /gossip', { gossip: () => grpc('event_store.client.gossip.Gossip', 'Read', {}) }),
+  'event_store.client.monitoring.Monitoring/Stats': sameAs('GET /stats', { stats: () => grpc('event_store.client.monitoring.Monitoring', 'Stats', { refresh_time_period_in_ms: '1000' }) }),
+
+  [`${PERSISTENT}/Create`]: sameAs('PUT /subscriptions/:stream/:group', {
+    create: () => options(PERSISTENT, 'Create', {
+      stream: { stream_identifier: streamId(groups.open.stream), start: {} }, group_name: uniq('gg'), settings: GROUP_SETTINGS,
+    }),
+  }),
+  [`${PERSISTENT}/Update`]: sameAs('POST /subscriptions/:stream/:group', {
+    update: async () => options(PERSISTENT, 'Update', {
+      stream: { stream_identifier: streamId(groups.open.stream), start: {} }, group_name: await newGroup(groups.open.stream),
+      settings: { ...GROUP_SETTINGS, message_timeout_ms: 5_000 },
+    }),
+  }),
+  [`${PERSISTENT}/Delete`]: sameAs('DELETE /subscriptions/:stream/:group', {
+    delete: async () => options(PERSISTENT, 'Delete', { stream_identifier: streamId(groups.open.stream), group_name: await newGroup(groups.open.stream) }),
+  }),
+  [`${PERSISTENT}/Read`]: sameAs('GET /subscriptions/:stream/:group/:count', Object.fromEntries(ACL_KINDS.map((kind) => [`group on a ${kind} stream`,
+    () => options(PERSISTENT, 'Read', {
+      stream_identifier: streamId(groups[kind].stream), group_name: groups[kind].group, buffer_size: 10, uuid_option: { string: {} },
+    })]))),
+  [`${PERSISTENT}/GetInfo`]: sameAs('GET /subscriptions/:stream/:group/info', { 'a group': () => options(PERSISTENT, 'GetInfo', openGroup()) }),
+  [`${PERSISTENT}/List`]: [
+    ...sameAs('GET /subscriptions', { list: () => options(PERSISTENT, 'List', { list_all_subscriptions: {} }) }),
+    ...sameAs('GET /subscriptions/:stream', {
+      'a stream': () => options(PERSISTENT, 'List', { list_for_stream: { stream: streamId(groups.open.stream) } }),
+    }),
+  ],
+  [`${PERSISTENT}/ReplayParked`]: sameAs('POST /subscriptions/:stream/:group/replayParked', {
+    'a group': () => options(PERSISTENT, 'ReplayParked', { ...openGroup(), no_limit: {} }),
+  }),
+  [`${PERSISTENT}/RestartSubsystem`]: sameAs('POST /subscriptions/restart', { 'the subsystem': () => grpc(PERSISTENT, 'RestartSubsystem', {}) }),
+  [`${OPERATIONS}/RestartPersistentSubscriptions`]: sameAs('POST /subscriptions/restart', {
+    'the subsystem': () => grpc(OPERATIONS, 'RestartPersistentSubscriptions', {}),
+  }),
+  // No HTTP route restarts the subsystem; it takes $ops as the projection commands do. Last: it forgets the transient projections.
+  [`${PROJECTIONS}/RestartSubsystem`]: [{ name: 'restart', expect: opsOrAdmin(200), call: () => grpc(PROJECTIONS, 'RestartSubsystem', {}) }],
+};
+
+/** A call's answer: its status, or its first message's in-band status (BatchAppend); a stream still open after one message is cancelled. */
+async function sendGrpc(url: string, who: Who, c: GrpcCall): Promise<{ code: GrpcCode; message: string }> {
+  const auth = authorization(who);
+  const codec = methodOf(c.service, c.method);
+  const session = openSession(url);
+  try {
+    const stream = startCall(session, `/${c.service}/${c.method}`, auth ? { authorization: auth } : {});
+    const bidi = c.method === 'BatchAppend';
+    if (bidi) stream.write(frame(codec.requestSerialize(c.request)));
+    else stream.end(frame(codec.requestSerialize(c.request)));
+    return await new Promise((resolve, reject) => {
+      let pending = Buffer.alloc(0);
+      const statusOf = (h: Record<string, unknown>) => ({ code: Number(h['grpc-status']), message: decodeURIComponent(String(h['grpc-message'] ?? '')) });
+      stream.on('response', (h) => { if (h['grpc-status'] !== undefined) resolve(statusOf(h)); });
+      stream.on('trailers', (h) => resolve(statusOf(h)));
+      stream.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        if (pending.length < 5 || pending.length < 5 + pending.readUInt32BE(1)) return;
+        // The first answer of an endless stream (Monitoring, a persistent subscription's confirmation) or of an open BatchAppend is its answer: the call is ended here.
+        if (!bidi && !c.service.endsWith('Monitoring') && !(c.service === PERSISTENT && c.method === 'Read')) return;
+        const first = codec.responseDeserialize(Buffer.from(pending.subarray(5, 5 + pending.readUInt32BE(1))));
+        // The in-band status's code is a google.rpc.Code, decoded by its name.
+        const inBand = first.error as { code?: keyof typeof GrpcStatus; message?: string } | undefined;
+        stream.close(constants.NGHTTP2_CANCEL);
+        resolve({ code: inBand?.code === undefined ? GRPC_OK : GrpcStatus[inBand.code], message: inBand?.message ?? '' });
+      });
+      stream.on('error', reject);
+      stream.on('close', () => resolve({ code: -1, message: 'closed without a status' }));
+    });
+  } finally {
+    session.close();
+  }
+}
+
+function expectedGrpc(c: GrpcCase, who: Who): GrpcCode {
+  if (who === 'wrong password' || who === 'disabled user') return c.name === 'features' ? GRPC_OK : UNAUTHENTICATED;
+  return grpcOf(c.expect[who]);
+}
+
 function expectedFor(c: Case, who: Who): number {
   return who === 'wrong password' || who === 'disabled user' ? 401 : c.expect[who];
 }
 
-/** Sends an accepted shutdown to a node of its own, and sees the node stop answering. */
-async function onOwnNode(who: Who, c: Case, expected: number): Promise<void> {
-  const own = await startTestNode();
+/** Sends an accepted shutdown (through either door: `shutDown` checks its answer) to a node of its own, and sees the node stop answering. */
+async function onOwnNode(shutDown: (own: TestNode) => Promise<void>): Promise<void> {
+  const own = await startTestNode(NODE_OPTIONS);
   try {
-    const res = await send(own, who, await c.call(who));
-    expect(res.status, `${who}: ${await res.clone().text()}`).toBe(expected);
+    await shutDown(own);
     await eventually(async () => { await expect(fetch(`${own.url}/ping`)).rejects.toThrow(); }, 10_000);
   } finally {
     await own.dispose();
@@ -393,7 +630,7 @@ async function onOwnNode(who: Who, c: Case, expected: number): Promise<void> {
 
 describe('auth matrix', () => {
   beforeAll(async () => {
-    t = await startTestNode();
+    t = await startTestNode(NODE_OPTIONS);
     await setUp();
   }, 30_000);
   afterAll(async () => {
@@ -419,7 +656,10 @@ describe('auth matrix', () => {
           const label = `${route} [${c.name}] as ${who}`;
           combinations++;
           if (c.ownNode && expected < 400) {
-            await onOwnNode(who, c, expected);
+            await onOwnNode(async (own) => {
+              const res = await send(own, who, await c.call(who));
+              expect(res.status, `${who}: ${await res.clone().text()}`).toBe(expected);
+            });
             continue;
           }
           const call = await c.call(who);
@@ -442,4 +682,46 @@ describe('auth matrix', () => {
     expect(failures).toEqual([]);
     expect((await http(t, '/ping')).status, 'the node still answers').toBe(200);
   }, 120_000);
+  it('has gRPC cases for every method the node serves, and for no other', async () => {
+    const { responses } = await call(t.url, 'event_store.client.server_features.ServerFeatures', 'GetSupportedMethods', [{}]);
+    const served = (responses[0].methods as { service_name: string; method_name: string }[]).map((m) => `${m.service_name}/${m.method_name}`);
+    const cased = Object.keys(GRPC_MATRIX).map((key) => key.toLowerCase());
+    expect(served.length).toBeGreaterThan(30);
+    expect(served.filter((m) => !cased.includes(m)), 'methods without cases').toEqual([]);
+    expect(cased.filter((m) => !served.includes(m)), 'cases for no method').toEqual([]);
+  });
+
+  it('answers each principal on each gRPC method with the rights of its HTTP route', async () => {
+    let combinations = 0;
+    const failures: string[] = [];
+    for (const [method, cases] of Object.entries(GRPC_MATRIX)) {
+      const writes = !/\/(Read|Statistics|State|Result|Details|Stats|GetSupportedMethods|GetInfo|List)$/.test(method);
+      for (const c of cases) {
+        for (const who of PRINCIPALS) {
+          const expected = expectedGrpc(c, who);
+          const label = `${method} [${c.name}] as ${who}`;
+          combinations++;
+          if (c.ownNode && expected === GRPC_OK) {
+            await onOwnNode(async (own) => {
+              const answer = await sendGrpc(own.url, who, await c.call(who));
+              expect(answer.code, `${who}: ${answer.message}`).toBe(expected);
+            });
+            continue;
+          }
+          const request = await c.call(who);
+          const before = writes && expected !== GRPC_OK ? await allHead() : undefined;
+          const answer = await sendGrpc(t.url, who, request);
+          if (answer.code !== expected) {
+            failures.push(`${label}: expected ${expected}, got ${answer.code} ${answer.message.slice(0, 120)}`);
+            continue;
+          }
+          if (before !== undefined) expect(await allHead(), `${label}: a refused call wrote to the log`).toBe(before);
+          if (expected === GRPC_OK && c.settle) await c.settle(request);
+        }
+      }
+    }
+    process.stdout.write(`gRPC auth matrix: ${combinations} combinations over ${Object.keys(GRPC_MATRIX).length} methods\n`);
+    expect(failures).toEqual([]);
+    expect((await http(t, '/ping')).status, 'the node still answers').toBe(200);
+  }, 180_000);
 });

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
 import { AccessControl } from '../src/auth/access.js';
 import { SYSTEM, ANONYMOUS } from '../src/auth/principal.js';
-import { createVerbs, makeFilter, AccessDeniedError, type SubscriptionItem, type Verbs, InvalidFilterError } from '../src/verbs/index.js';
+import { createVerbs, makeFilter, AccessDeniedError, type SubscriptionItem, type Verbs, type VerbSubjects, InvalidFilterError } from '../src/verbs/index.js';
 import { LIVE_QUEUE_RECORDS } from '../src/verbs/subscription.js';
 import { encodeReadEvent } from '../src/api/grpc/read-codec.js';
 import { decodeMessage } from '../src/api/grpc/codecs.js';
@@ -22,7 +22,7 @@ let verbs: Verbs;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-catchup-'));
   store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024 });
-  verbs = createVerbs(store, new AccessControl(store, false));
+  verbs = createVerbs({ store, access: new AccessControl(store, false) } as VerbSubjects); // the stream verbs only
 });
 afterEach(async () => {
   await store.close();
@@ -104,7 +104,7 @@ describe('a $all subscription', () => {
     // A store without a log tail: every catch-up page comes from RocksDB, read off the event loop.
     await store.close();
     store = await Store.open({ dir, inMemory: false, chunkSize: 64 * 1024, logCacheBytes: 0 });
-    verbs = createVerbs(store, new AccessControl(store, false));
+    verbs = createVerbs({ store, access: new AccessControl(store, false) } as VerbSubjects); // the stream verbs only
     for (let i = 0; i < 30; i++) await store.append(`thread-${i % 7}`, ExpectedVersion.any, events(100));
     const offLoopBefore = store.readCounters.offLoopRecord;
     const abort = new AbortController();

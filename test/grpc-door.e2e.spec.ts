@@ -33,6 +33,12 @@ async function readEvents(name: string, auth = ADMIN) {
   return call(t.url, STREAMS, 'Read', [readStream(name)], { authorization: auth });
 }
 
+const SERVICES = [
+  STREAMS, 'event_store.client.server_features.ServerFeatures', 'event_store.client.projections.Projections', 'event_store.client.users.Users',
+  'event_store.client.operations.Operations', 'event_store.client.gossip.Gossip', 'event_store.client.monitoring.Monitoring',
+  'event_store.client.persistent_subscriptions.PersistentSubscriptions',
+];
+
 describe('one port, two protocols', () => {
   it('serves HTTP/1.1 and gRPC over HTTP/2 on the same port', async () => {
     expect((await http(t, '/info')).status).toBe(200);
@@ -47,27 +53,37 @@ describe('one port, two protocols', () => {
     expect(answer.event_store_server_version).toBe('24.10.0');
     const methods = answer.methods.map((m) => `${m.service_name}/${m.method_name}${m.features ? `:${m.features.join(',')}` : ''}`).sort();
     const ps = 'event_store.client.persistent_subscriptions.persistentsubscriptions';
+    const projections = ['create:track_emitted_streams', 'delete', 'disable', 'enable', 'reset', 'restartsubsystem', 'result', 'state', 'statistics', 'update'];
+    const users = ['changepassword', 'create', 'delete', 'details', 'disable', 'enable', 'resetpassword', 'update'];
     expect(methods).toEqual([
+      'event_store.client.gossip.gossip/read',
+      'event_store.client.monitoring.monitoring/stats',
+      ...['mergeindexes', 'resignnode', 'restartpersistentsubscriptions', 'shutdown', 'startscavenge', 'stopscavenge']
+        .map((m) => `event_store.client.operations.operations/${m}`),
       ...['create', 'delete', 'getinfo', 'list', 'read', 'replayparked', 'restartsubsystem', 'update'].map((m) => `${ps}/${m}:stream,all`),
+      ...projections.map((m) => `event_store.client.projections.projections/${m}`),
       'event_store.client.server_features.serverfeatures/getsupportedmethods',
       'event_store.client.streams.streams/append',
       'event_store.client.streams.streams/batchappend:deadline_duration',
       'event_store.client.streams.streams/delete',
       'event_store.client.streams.streams/read:position,events',
       'event_store.client.streams.streams/tombstone',
+      ...users.map((m) => `event_store.client.users.users/${m}`),
     ]);
-    // Every method listed answers (none is UNIMPLEMENTED).
-    const services = [STREAMS, 'event_store.client.server_features.ServerFeatures', 'event_store.client.persistent_subscriptions.PersistentSubscriptions'];
+    // Every method listed answers (none is UNIMPLEMENTED). Without credentials (anonymous on this
+    // node): the management methods refuse, so none of them acts (a shutdown, a scavenge).
+    const { protoRoot } = await import('../src/api/grpc/codecs.js');
     for (const m of answer.methods) {
-      const svc = services.find((s) => s.toLowerCase() === m.service_name)!;
-      const name = Object.keys((await import('../src/api/grpc/codecs.js')).protoRoot().lookupService(svc).methods).find((n) => n.toLowerCase() === m.method_name)!;
-      const r = await call(t.url, svc, name, [Buffer.alloc(0)], { authorization: ADMIN });
+      const svc = SERVICES.find((name) => name.toLowerCase() === m.service_name)!;
+      const name = Object.keys(protoRoot().lookupService(svc).methods).find((n) => n.toLowerCase() === m.method_name)!;
+      const r = await call(t.url, svc, name, [Buffer.alloc(0)]);
       expect(r.status, `${svc}/${name}`).not.toBe(12);
+      expect(r.status, `${svc}/${name}`).not.toBe(13);
     }
   });
 
   it('answers a method it does not serve UNIMPLEMENTED, and goes on', async () => {
-    const r = await call(t.url, 'event_store.client.projections.Projections', 'Create', [Buffer.alloc(0)]);
+    const r = await call(t.url, 'event_store.client.operations.Operations', 'SetNodePriority', [Buffer.alloc(0)]);
     expect(r.status).toBe(12);
     expect((await http(t, '/info')).status).toBe(200);
   });

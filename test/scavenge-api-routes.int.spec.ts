@@ -64,7 +64,7 @@ describe('scavenge routes over a recording scavenger', () => {
   });
 
   it('passes the values of the query, whatever the case of their names', async () => {
-    for (const query of ['?threads=4&threshold=-1&throttlePercent=100&syncOnly=TRUE&startFromChunk=7', '?THRESHOLD=%2B12&throttlepercent=1&synconly=False']) {
+    for (const query of ['?threads=4&threshold=-1&throttlePercent=100&syncOnly=TRUE&startFromChunk=0', '?THRESHOLD=%2B12&throttlepercent=1&synconly=False']) {
       const res = await post(query);
       expect(res.status, await res.text()).toBe(200);
     }
@@ -72,6 +72,15 @@ describe('scavenge routes over a recording scavenger', () => {
       { threads: 4, threshold: -1, throttlePercent: 100, syncOnly: true },
       { threads: 1, threshold: 12, throttlePercent: 1, syncOnly: false },
     ]);
+  });
+
+  it('refuses a start chunk it does not support with the reason, and starts nothing (the established servers take it and ignore it)', async () => {
+    const before = scavenger.requests.length;
+    const res = await post('?startFromChunk=7');
+    expect(res.status).toBe(400);
+    expect(await res.text()).toBe('startFromChunk 7 is not supported: a scavenge on this node runs over every chunk up to its scavenge point '
+      + '(chunks with nothing to remove are skipped by weight); start it from chunk 0.');
+    expect(scavenger.requests.length).toBe(before);
   });
 
   it('answers 400 "Scavenge is already running" while one runs', async () => {

@@ -8,12 +8,12 @@ import type {
 } from '../store/index.js';
 import type { ProjectionError, QuerySyntaxError } from '../projections/index.js';
 import type { SettingsError, SubscriptionError } from '../subscriptions/index.js';
-import type { BackupRunningError, ScavengeAlreadyRunningError } from '../scavenge/index.js';
+import type { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError } from '../scavenge/index.js';
 import type { BackupAlreadyRunningError, BackupTargetError, BackupTargetProblem, ScavengeRunningError } from '../backup/index.js';
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';
-import type { AccessDeniedError, InvalidFilterError, NotAuthorizedError } from '../verbs/index.js';
+import type { AccessDeniedError, InvalidFilterError, InvalidRequestError, NotPermittedError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP
@@ -126,9 +126,9 @@ export function badRequest(message: string): ApiError {
 /** Every domain error class, for the tables' types: a new class goes here, or its code fails the check below. */
 export type KnownDomainError =
   | WrongExpectedVersionError | StreamDeletedError | InvalidWriteError | StoreClosedError | NotLeaderError | ReplicationLostError
-  | WriteTimeoutError | OutOfSpaceError | AccessDeniedError | NotAuthorizedError | InvalidFilterError | ProjectionError | QuerySyntaxError
-  | SubscriptionError | SettingsError
-  | ScavengeAlreadyRunningError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
+  | WriteTimeoutError | OutOfSpaceError | AccessDeniedError | InvalidFilterError | NotPermittedError | InvalidRequestError | ProjectionError
+  | QuerySyntaxError | SubscriptionError | SettingsError
+  | ScavengeAlreadyRunningError | ScavengeNotFoundError | BackupRunningError | ScavengeRunningError | BackupAlreadyRunningError | BackupTargetError
   | BackupStoppedError | AutoScavengeNotEnabledError | AutoScavengeRejectedError | AutoScavengeFailedError | InvalidScheduleError;
 
 /** The class of KnownDomainError `E` that carries code `C`. */
@@ -153,8 +153,10 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   OUT_OF_SPACE: (e) => new ApiError('OUT_OF_SPACE', e.message),
   ACCESS_DENIED: () => new ApiError('ACCESS_DENIED'),
   // A route for authenticated users challenges for credentials; one that takes a role refuses without.
-  NOT_AUTHORIZED: (e) => new ApiError(e.needs === 'authenticated' ? 'ACCESS_DENIED' : 'UNAUTHORIZED'),
   INVALID_FILTER: (e) => new ApiError('BAD_REQUEST', e.message),
+  // Authentication asks for credentials (a challenge); a role or another's account is refused without a body, but the projections API refuses in words.
+  NOT_PERMITTED: (e) => new ApiError(e.right === 'authenticated' ? 'ACCESS_DENIED' : e.area === 'projections' ? 'NOT_AUTHORIZED' : 'UNAUTHORIZED'),
+  INVALID_REQUEST: (e) => new ApiError('BAD_REQUEST', e.message),
   PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
   PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
   PROJECTION_REFUSED: (e) => new ApiError('BAD_REQUEST', e.message),
@@ -168,6 +170,7 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   SUBSCRIPTION_DROPPED: (e) => new ApiError('SERVICE_UNAVAILABLE', e.message),
   SUBSCRIPTIONS_NOT_READY: (e) => new ApiError('NOT_READY', e.message),
   SCAVENGE_ALREADY_RUNNING: () => new ApiError('SCAVENGE_ALREADY_RUNNING'),
+  SCAVENGE_NOT_FOUND: () => new ApiError('SCAVENGE_NOT_FOUND'),
   BACKUP_RUNNING: () => new ApiError('BACKUP_RUNNING'),
   SCAVENGE_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),
   BACKUP_ALREADY_RUNNING: (e) => new ApiError('BACKUP_CONFLICT', e.message),

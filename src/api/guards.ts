@@ -1,27 +1,27 @@
 import type { FastifyRequest } from 'fastify';
-import { isAdmin, isOps, type Principal } from '../auth/index.js';
 import type { AclOperation } from '../store/index.js';
-import { ApiError, type ApiErrorCode } from './errors.js';
+import { demand, type Right, type RightsArea } from '../verbs/index.js';
+import { ApiError } from './errors.js';
 import { principalOf, type ApiContext } from './context.js';
 
 // Who may use a route. The role checks are route hooks (`onRequest: requireOps`): they run right
-// after authentication, before the body is read or validated. A stream's ACL needs the stream
+// after authentication, before the body is read or validated, and ask the verbs' one rule
+// (verbs/rights.ts), whose refusal the error table answers (a role: 401 without a body; the
+// projections API in words; authentication: 401 with a challenge). The verbs ask the same rule
+// again when they run, for the doors that have no hooks (gRPC). A stream's ACL needs the stream
 // (and for a subscription or projection, the thing found first), so handlers call
-// `requireAccess` (or a role check) once they know it.
+// `requireAccess` (or a verb) once they know it.
 
 type Guard = (req: FastifyRequest) => Promise<void>;
 
-function guard(allowed: (principal: Principal) => boolean, refusal: ApiErrorCode): Guard {
-  return async (req) => {
-    if (!allowed(principalOf(req))) throw new ApiError(refusal);
-  };
+export function requireRight(right: Right, area: RightsArea): Guard {
+  return async (req) => demand(principalOf(req), right, area);
 }
 
-export const requireAuthenticated = guard((p) => p.authenticated, 'ACCESS_DENIED');
-export const requireOps = guard(isOps, 'UNAUTHORIZED');
-export const requireAdmin = guard(isAdmin, 'UNAUTHORIZED');
-/** The projections API refuses in words where the others send no body. */
-export const requireOpsForProjections = guard(isOps, 'NOT_AUTHORIZED');
+export const requireAuthenticated = requireRight('authenticated', 'node');
+export const requireOps = requireRight('ops', 'node');
+export const requireAdmin = requireRight('admin', 'users');
+export const requireOpsForProjections = requireRight('ops', 'projections');
 
 /** 401 with a challenge unless the principal may do `op` on the stream. */
 export function requireAccess(ctx: ApiContext, req: FastifyRequest, op: AclOperation, streamId: string): void {

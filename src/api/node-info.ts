@@ -3,7 +3,8 @@ import { OPTIONS, type OptionName } from '../config/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { MEDIA, negotiate } from './media.js';
 import { simpleXml } from './atom.js';
-import type { ApiContext } from './context.js';
+import { principalOf, type ApiContext } from './context.js';
+import { flattenStatistics } from '../verbs/index.js';
 import { requireAuthenticated, requireOps } from './guards.js';
 import { sendJson } from './reply.js';
 
@@ -24,15 +25,6 @@ function xmlSafe(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(xmlSafe);
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^(?=[^A-Za-z_])/, '_'), xmlSafe(v)]));
-}
-
-function flatten(value: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
-  for (const [k, v] of Object.entries(value)) {
-    const key = prefix ? `${prefix}-${k}` : k;
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) flatten(v as Record<string, unknown>, key, out);
-    else out[key] = v;
-  }
-  return out;
 }
 
 export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
@@ -67,14 +59,14 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   const stats = async (req: FastifyRequest, reply: FastifyReply) => {
     const path = ((req.params as { '*'?: string })['*'] ?? '').split('/').filter(Boolean);
     const grouped = String((req.query as Record<string, unknown>).group ?? 'true').toLowerCase() !== 'false';
-    let body: unknown = node.stats.collect();
+    let body: unknown = ctx.verbs.operations.statistics(principalOf(req));
     if (path.length > 0 && !grouped) throw badRequest('A statistics path cannot be combined with group=false.');
     for (const segment of path) {
       // Own members only: `/stats/constructor` is no statistic.
       if (typeof body !== 'object' || body === null || !Object.hasOwn(body, segment)) throw new ApiError('NOT_FOUND');
       body = (body as Record<string, unknown>)[segment];
     }
-    if (!grouped) body = flatten(body as Record<string, unknown>);
+    if (!grouped) body = flattenStatistics(body as Record<string, unknown>);
     reply.header('Cache-Control', 'max-age=1, public');
     return send(req, reply, STATS_TYPES, 'Stats', body);
   };
@@ -93,13 +85,14 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
       : new ApiError('GOSSIP_REFUSED', 'Cluster members learn of each other through etcd: this node takes gossip from no node.');
   });
 
-  app.post('/admin/shutdown', { onRequest: requireOps }, async (_req, reply) => {
-    reply.raw.once('finish', () => node.requestShutdown());
+  app.post('/admin/shutdown', { onRequest: requireOps }, async (req, reply) => {
+    reply.raw.once('finish', ctx.verbs.operations.shutdown(principalOf(req)));
     return sendJson(reply, 200, {});
   });
 
   // A cluster leader gives up its term (another node leads); a follower or a single node has nothing to give up.
-  app.post('/admin/node/resign', { onRequest: requireOps }, async (_req, reply) => sendJson(reply, 200, { resigned: await node.resign() }));
+  app.post('/admin/node/resign', { onRequest: requireOps }, async (req, reply) =>
+    sendJson(reply, 200, { resigned: await ctx.verbs.operations.resign(principalOf(req)) }));
 
   app.post('/admin/reloadconfig', { onRequest: requireOps }, async (_req, reply) => {
     const outcome = await node.reload();

@@ -1,14 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  DEFAULT_CONFIG, parseReadEventsRequest, readEvents,
-  type Projection, type ProjectionConfig, type ProjectionManager, type ProjectionMode, type ProjectionStatistics,
-} from '../projections/index.js';
+import type { Principal } from '../auth/index.js';
+import { DEFAULT_CONFIG, parseReadEventsRequest, readEvents, type Projection, type ProjectionConfig, type ProjectionMode } from '../projections/index.js';
+import { createRight, type ProjectionFigures, type ProjectionListing } from '../verbs/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { inEverySpelling } from './header-spellings.js';
 import { principalOf, type ApiContext } from './context.js';
-import { requireAccess, requireAuthenticated, requireOpsForProjections } from './guards.js';
+import { requireAccess, requireAuthenticated, requireOpsForProjections, requireRight } from './guards.js';
 import { sendJson } from './reply.js';
 import { formatted } from './schemas.js';
 
@@ -76,37 +75,12 @@ function source(req: FastifyRequest): string {
   return Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
 }
 
-function statusText(p: Projection, s: ProjectionStatistics): string {
-  let status: string = s.status;
-  if ((s.status === 'Stopped' || s.status === 'Faulted') && p.persisted.enabled) status += ' (Enabled)';
-  return status;
-}
-
-const logPosition = (position: number) => `C:${position}/P:${position}`;
-
-function statistics(base: string, p: Projection): Record<string, unknown> {
+function statistics(base: string, figures: ProjectionFigures, p: Projection): Record<string, unknown> {
   const url = `${base}/projection/${encodeURIComponent(p.name)}`;
   const produces = p.definition?.producesResults ?? false;
-  const s = p.snapshot();
+  const { checkpointStatus, bufferedEvents, writePendingEventsBeforeCheckpoint, writePendingEventsAfterCheckpoint, ...head } = figures;
   return {
-    coreProcessingTime: Math.round(s.coreProcessingTimeMs),
-    version: p.persisted.version,
-    epoch: p.persisted.epoch,
-    effectiveName: p.name,
-    writesInProgress: s.writesInProgress,
-    readsInProgress: s.readsInProgress,
-    partitionsCached: s.partitionsCached,
-    status: statusText(p, s),
-    stateReason: s.stateReason,
-    name: p.name,
-    mode: p.persisted.mode,
-    position: logPosition(s.position),
-    progress: s.progress,
-    lastCheckpoint: logPosition(s.lastCheckpointPosition),
-    eventsProcessedAfterRestart: s.eventsProcessedAfterRestart,
-    // Not in the established servers: events a system projection could not index (the stream it
-    // derives is one the store refuses), counted since the start.
-    eventsSkipped: s.eventsSkipped,
+    ...head,
     statusUrl: url,
     stateUrl: `${url}/state`,
     resultUrl: `${url}/result`,
@@ -114,15 +88,11 @@ function statistics(base: string, p: Projection): Record<string, unknown> {
     resultStreamUrl: produces ? `${base}/streams/${escapeStream(p.resultStreamName)}` : null,
     enableCommandUrl: `${url}/command/enable`,
     disableCommandUrl: `${url}/command/disable`,
-    checkpointStatus: s.writesInProgress > 0 ? `Writing (${s.writeRecordsInFlight})` : '',
-    bufferedEvents: s.bufferedEvents,
-    writePendingEventsBeforeCheckpoint: s.writePendingEventsBeforeCheckpoint,
-    writePendingEventsAfterCheckpoint: s.writePendingEventsAfterCheckpoint,
+    checkpointStatus, bufferedEvents, writePendingEventsBeforeCheckpoint, writePendingEventsAfterCheckpoint,
   };
 }
 
-function configOf(p: Projection): Record<string, unknown> {
-  const c = p.persisted.config;
+function configOf(c: ProjectionConfig): Record<string, unknown> {
   return {
     // The established server leaks its message type id into this answer, and clients' own tests assert it.
     msgTypeId: 300,
@@ -181,32 +151,25 @@ function queryConfig(p: Projection): Record<string, unknown> {
 const MODES: Record<string, ProjectionMode> = { continuous: 'Continuous', onetime: 'OneTime', transient: 'Transient' };
 
 export function registerProjections(app: FastifyInstance, ctx: ApiContext): void {
-  const manager: ProjectionManager = ctx.projections;
+  const verbs = ctx.verbs.projections;
   const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
-  const find = (req: FastifyRequest) => manager.get(nameOf(req));
+  const find = (req: FastifyRequest) => verbs.find(principalOf(req), nameOf(req));
+  const statisticsOf = (req: FastifyRequest, p: Projection) => statistics(baseUrl(req), verbs.figures(p), p);
   const authenticated = { onRequest: requireAuthenticated };
   const ops = { onRequest: requireOpsForProjections };
-  /** Transient projections are anyone's; the others take ops, checked once the projection is found. */
-  const requireOpsUnlessTransient = (req: FastifyRequest, p: Projection) =>
-    (p.persisted.mode === 'Transient' ? Promise.resolve() : requireOpsForProjections(req));
 
-  const listing = (filter: (p: Projection) => boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
-    const base = baseUrl(req);
-    return sendJson(reply, 200, { projections: manager.list(filter).map((p) => statistics(base, p)) });
-  };
-  app.get('/projections/any', authenticated, listing(() => true));
-  app.get('/projections/all-non-transient', authenticated, listing((p) => p.persisted.mode !== 'Transient'));
+  const listing = (which: ProjectionListing) => async (req: FastifyRequest, reply: FastifyReply) =>
+    sendJson(reply, 200, { projections: verbs.list(principalOf(req), which).map((p) => statisticsOf(req, p)) });
+  app.get('/projections/any', authenticated, listing('any'));
+  app.get('/projections/all-non-transient', authenticated, listing('all-non-transient'));
   for (const [path, mode] of Object.entries(MODES)) {
-    app.get(`/projections/${path}`, authenticated, listing((p) => p.persisted.mode === mode));
-    const guard = mode === 'Transient' ? requireAuthenticated : requireOpsForProjections;
-    app.post(`/projections/${path}`, { onRequest: guard, schema: SCHEMAS.create }, async (req, reply) => {
-      const principal = principalOf(req);
+    app.get(`/projections/${path}`, authenticated, listing(mode));
+    app.post(`/projections/${path}`, { onRequest: requireRight(createRight(mode), 'projections'), schema: SCHEMAS.create }, async (req, reply) => {
       const q = req.query as Query;
-      const p = await manager.create({
+      const p = await verbs.create(principalOf(req), {
         name: q.name || undefined, mode, query: source(req), enabled: flag(q, 'enabled', true),
         emit: flag(q, 'emit', false), checkpoints: flag(q, 'checkpoints', false),
         trackEmittedStreams: flag(q, 'trackemittedstreams', false),
-        runAs: { name: principal.name, roles: [...principal.roles] },
       });
       reply.header('Location', `${baseUrl(req)}/projection/${encodeURIComponent(p.name)}`);
       return sendJson(reply, 201, { name: p.name });
@@ -222,21 +185,18 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
     return sendJson(reply, 200, readEvents(ctx.store, request));
   });
 
-  app.get('/projection/:name', authenticated, async (req, reply) => sendJson(reply, 200, statistics(baseUrl(req), find(req))));
+  app.get('/projection/:name', authenticated, async (req, reply) => sendJson(reply, 200, statisticsOf(req, find(req))));
 
   app.get('/projection/:name/statistics', authenticated, async (req, reply) =>
-    sendJson(reply, 200, { projections: [statistics(baseUrl(req), find(req))] }));
+    sendJson(reply, 200, { projections: [statisticsOf(req, find(req))] }));
 
   for (const which of ['state', 'result'] as const) {
     app.get(`/projection/:name/${which}`, authenticated, async (req, reply) => {
-      const p = find(req);
       const partition = (req.query as Query).partition ?? '';
-      const value = await p.read(partition);
-      const body = which === 'state' ? value.state : value.result;
-      const { position: at } = p.snapshot();
-      const position = JSON.stringify({ $c: at, $p: at });
+      const value = await verbs.read(principalOf(req), nameOf(req), partition);
+      const position = JSON.stringify({ $c: value.position, $p: value.position });
       reply.headers(inEverySpelling('Position', position));
-      return reply.code(200).type('application/json; charset=utf-8').send(body);
+      return reply.code(200).type('application/json; charset=utf-8').send(value[which]);
     });
   }
 
@@ -247,43 +207,38 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
   });
 
   app.put('/projection/:name/query', { ...authenticated, schema: SCHEMAS.updateQuery }, async (req, reply) => {
-    const p = find(req);
-    await requireOpsUnlessTransient(req, p);
     const { emit } = req.query as Query;
-    await manager.updateQuery(p.name, source(req), emit === undefined ? undefined : isYes(emit, false));
-    return sendJson(reply, 200, { name: p.name });
+    const name = nameOf(req);
+    await verbs.updateQuery(principalOf(req), name, source(req), emit === undefined ? undefined : isYes(emit, false));
+    return sendJson(reply, 200, { name });
   });
 
-  app.get('/projection/:name/config', ops, async (req, reply) => sendJson(reply, 200, configOf(find(req))));
+  app.get('/projection/:name/config', ops, async (req, reply) => sendJson(reply, 200, configOf(verbs.config(principalOf(req), nameOf(req)))));
 
   app.put('/projection/:name/config', { ...ops, schema: SCHEMAS.config, preValidation: [decodeJsonBody, lowerCaseBodyMembers] }, async (req, reply) => {
-    const p = find(req);
-    await manager.updateConfig(p.name, configFrom(req.body as Record<string, unknown>, p.persisted.config ?? DEFAULT_CONFIG));
-    return sendJson(reply, 200, configOf(p));
+    const config = await verbs.updateConfig(principalOf(req), nameOf(req),
+      (current) => configFrom(req.body as Record<string, unknown>, current ?? DEFAULT_CONFIG));
+    return sendJson(reply, 200, configOf(config));
   });
 
-  const commands: Record<string, (name: string, req: FastifyRequest) => Promise<void>> = {
-    enable: (name, req) => {
-      const runAs = flag(req.query as Query, 'enableRunAs', false) ? principalOf(req) : undefined;
-      return manager.enable(name, runAs ? { name: runAs.name, roles: [...runAs.roles] } : undefined);
-    },
-    disable: (name) => manager.disable(name),
-    reset: (name) => manager.reset(name),
-    abort: (name) => manager.abort(name),
+  const commands: Record<string, (who: Principal, name: string, req: FastifyRequest) => Promise<void>> = {
+    enable: (who, name, req) => verbs.enable(who, name, flag(req.query as Query, 'enableRunAs', false)),
+    disable: (who, name) => verbs.disable(who, name, true),
+    reset: (who, name) => verbs.reset(who, name),
+    abort: (who, name) => verbs.disable(who, name, false),
   };
   for (const [command, run] of Object.entries(commands)) {
     const options = command === 'enable' ? { ...authenticated, schema: SCHEMAS.enable } : authenticated;
     app.post(`/projection/:name/command/${command}`, options, async (req, reply) => {
-      const p = find(req);
-      await requireOpsUnlessTransient(req, p);
-      await run(p.name, req);
-      return sendJson(reply, 200, { name: p.name });
+      const name = nameOf(req);
+      await run(principalOf(req), name, req);
+      return sendJson(reply, 200, { name });
     });
   }
 
   app.delete('/projection/:name', { ...ops, schema: SCHEMAS.delete }, async (req, reply) => {
     const q = req.query as Query;
-    await manager.delete(nameOf(req), {
+    await verbs.delete(principalOf(req), nameOf(req), {
       deleteCheckpointStream: flag(q, 'deleteCheckpointStream', false),
       deleteEmittedStreams: flag(q, 'deleteEmittedStreams', false),
       deleteStateStream: flag(q, 'deleteStateStream', false),

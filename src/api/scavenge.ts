@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ScavengeRequest } from '../scavenge/index.js';
-import type { ApiContext } from './context.js';
-import { ApiError } from './errors.js';
+import { SCAVENGE_RULES, type ScavengeAsk } from '../verbs/index.js';
+import { principalOf, type ApiContext } from './context.js';
 import { requireOps } from './guards.js';
 import { lowerCaseMembers } from './json-body.js';
 import { sendJson, sendText } from './reply.js';
@@ -25,25 +24,26 @@ interface StartQuery {
 }
 
 /**
- * Checked in this order, the first failure answering its 400 (and nothing starts). The
- * multi-thread rule comes after both values it reads were found valid; startFromChunk is checked
- * and then ignored, as the established servers do.
+ * Checked in this order, the first failure answering its 400 (and nothing starts), by the verbs'
+ * rules (verbs/operations.ts), which check them again with what only they know (a start chunk
+ * this node cannot honour). The multi-thread rule comes after both values it reads were found valid.
  */
+const { threads, threshold, throttlePercent, syncOnly, startFromChunk } = SCAVENGE_RULES;
 const START_QUERY = {
   type: 'object',
   allOf: [
     { properties: { threads: { allOf: [
-      integerText({ minimum: 1 }, 'threads must be a 1 or above'),
-      integerText({ maximum: 4 }, 'threads must be 4 or below'),
+      integerText({ minimum: threads.minimum }, threads.tooFew),
+      integerText({ maximum: threads.maximum }, threads.tooMany),
     ] } } },
-    { properties: { threshold: integerText({}, 'threshold must be an integer') } },
-    { properties: { throttlepercent: integerText({ minimum: 1, maximum: 100 }, 'throttlePercent must be between 1 and 100 inclusive') } },
+    { properties: { threshold: integerText({}, threshold.message) } },
+    { properties: { throttlepercent: integerText({ minimum: throttlePercent.minimum, maximum: throttlePercent.maximum }, throttlePercent.message) } },
     {
       if: { required: ['threads'], properties: { threads: { type: 'string', integerText: { minimum: 2 } } } },
-      then: { properties: { throttlepercent: integerText({ minimum: 100, maximum: 100 }, 'throttlePercent must be 100 for a multi-threaded scavenge') } },
+      then: { properties: { throttlepercent: integerText({ minimum: 100, maximum: 100 }, throttlePercent.multiThreaded) } },
     },
-    { properties: { synconly: formatted('boolean', 'syncOnly must be a boolean') } },
-    { properties: { startfromchunk: integerText({ minimum: 0 }, 'startFromChunk must be a positive integer') } },
+    { properties: { synconly: formatted('boolean', syncOnly.message) } },
+    { properties: { startfromchunk: integerText({ minimum: startFromChunk.minimum }, startFromChunk.message) } },
   ],
 };
 
@@ -53,12 +53,13 @@ async function lowerCaseQueryNames(req: FastifyRequest): Promise<void> {
 }
 
 /** The request a valid query (START_QUERY checked it) asks for; what it leaves out takes the defaults. */
-function scavengeRequest(query: StartQuery): ScavengeRequest {
+function scavengeAsk(query: StartQuery): ScavengeAsk {
   return {
     threads: query.threads === undefined ? 1 : Number(query.threads),
     threshold: query.threshold === undefined ? 0 : Number(query.threshold),
     throttlePercent: query.throttlepercent === undefined ? 100 : Number(query.throttlepercent),
     syncOnly: query.synconly?.toLowerCase() === 'true',
+    startFromChunk: query.startfromchunk === undefined ? 0 : Number(query.startfromchunk),
   };
 }
 
@@ -72,7 +73,7 @@ export function registerScavenge(app: FastifyInstance, ctx: ApiContext): void {
   // The body is ignored: clients send none, or `{}` as JSON.
   app.post('/admin/scavenge', { onRequest: requireOps, preValidation: lowerCaseQueryNames, schema: { querystring: START_QUERY } },
     async (req, reply) => {
-      const scavengeId = scavenger.start(scavengeRequest(req.query as StartQuery));
+      const scavengeId = ctx.verbs.operations.startScavenge(principalOf(req), scavengeAsk(req.query as StartQuery));
       return sendJson(reply, 200, { scavengeId });
     });
 
@@ -89,12 +90,8 @@ export function registerScavenge(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   // Answers once the scavenge has stopped, with the id of the one stopped (also for `current`).
-  app.delete<{ Params: { scavengeId: string } }>('/admin/scavenge/:scavengeId', { onRequest: requireOps }, async (req, reply) => {
-    const named = req.params.scavengeId;
-    const scavengeId = named === 'current' ? scavenger.current()?.scavengeId : named;
-    if (scavengeId === undefined || !(await scavenger.stop(scavengeId))) throw new ApiError('SCAVENGE_NOT_FOUND');
-    return sendText(reply, 200, scavengeId);
-  });
+  app.delete<{ Params: { scavengeId: string } }>('/admin/scavenge/:scavengeId', { onRequest: requireOps }, async (req, reply) =>
+    sendText(reply, 200, await ctx.verbs.operations.stopScavenge(principalOf(req), req.params.scavengeId)));
 
-  app.post('/admin/mergeindexes', { onRequest: requireOps }, async (_req, reply) => sendJson(reply, 200, scavenger.mergeIndexes()));
+  app.post('/admin/mergeindexes', { onRequest: requireOps }, async (req, reply) => sendJson(reply, 200, ctx.verbs.operations.mergeIndexes(principalOf(req))));
 }

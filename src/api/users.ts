@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { isAdmin, type UserAccount } from '../auth/index.js';
+import type { UserAccount } from '../auth/index.js';
+import { demandSelf, USER_RULES, type UserChange, type ValueRule } from '../verbs/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { lowerCaseMembers, parseJson } from './json-body.js';
 import { JSON_XML_TYPES, MEDIA, negotiate, requestMediaType } from './media.js';
@@ -63,7 +64,7 @@ function optionalString(name: string) {
 }
 
 function requiredString(name: string) {
-  const required = `${name} is required.`;
+  const required = USER_RULES.required(name);
   return {
     allOf: [
       optionalString(name),
@@ -72,18 +73,14 @@ function requiredString(name: string) {
   };
 }
 
-const GROUPS_INVALID = 'Groups must be an array of group names without spaces, commas or colons.';
+const ruled = (name: string, rule: ValueRule) => member(name, { type: 'string', pattern: rule.pattern, errorMessage: rule.message });
 const GROUPS = member('Groups', {
   type: ['array', 'null'],
-  items: { type: 'string', pattern: '^[^\\s,:]+$', errorMessage: GROUPS_INVALID },
-  errorMessage: GROUPS_INVALID,
+  items: { type: 'string', pattern: USER_RULES.group.pattern, errorMessage: USER_RULES.group.message },
+  errorMessage: USER_RULES.group.message,
 });
-const LOGIN = member('LoginName', { type: 'string', pattern: '^[^\\s/:]+$', errorMessage: 'LoginName must not contain spaces, slashes or colons.' });
-
-/** A password to set: no NUL, which the hash could not tell from its absence (see auth/password.ts). */
-function newPassword(name: string) {
-  return member(name, { type: 'string', pattern: '^[^\\u0000]*$', errorMessage: `${name} must not contain NUL characters.` });
-}
+const LOGIN = ruled('LoginName', USER_RULES.loginName);
+const newPassword = (name: string) => ruled(name, USER_RULES.password(name));
 
 const userBody = (...rules: object[]) => ({ type: 'object', allOf: rules });
 const BODIES = {
@@ -93,9 +90,9 @@ const BODIES = {
   changePassword: userBody(requiredString('CurrentPassword'), requiredString('NewPassword'), newPassword('NewPassword')),
 };
 
-/** Route hook: the account's own user only. */
+/** Route hook: the account's own user only (before the body is read; the verb asks the same). */
 async function requireSelf(req: FastifyRequest): Promise<void> {
-  if (principalOf(req).name !== loginParam(req)) throw new ApiError('UNAUTHORIZED');
+  demandSelf(principalOf(req), loginParam(req), 'users');
 }
 
 type UserBody = Record<string, string | string[] | null | undefined>;
@@ -122,13 +119,15 @@ function loginParam(req: FastifyRequest): string {
 }
 
 export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
-  const { users } = ctx;
+  const users = ctx.verbs.users;
   const admin = { onRequest: requireAdmin };
   const withBody = (body: object) => ({ schema: { body }, preValidation: readUserBody });
+  const changed = (req: FastifyRequest, reply: FastifyReply, login: string, change: UserChange) =>
+    result(req, reply, login, change === 'done' ? 'Success' : 'NotFound');
 
   const list = async (req: FastifyRequest, reply: FastifyReply) => {
     const base = baseUrl(req);
-    const data = users.list().sort((a, b) => a.loginName.localeCompare(b.loginName)).map((a) => userData(base, a, true));
+    const data = users.list(principalOf(req)).map((a) => userData(base, a, true));
     return answer(req, reply, 200, { success: true, error: 'Success', data });
   };
   app.get('/users', admin, list);
@@ -137,7 +136,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
     const body = req.body as UserBody;
     const loginName = body.loginname as string;
-    const outcome = await users.create({
+    const outcome = await users.create(principalOf(req), {
       loginName, password: body.password as string, fullName: (body.fullname as string | null) ?? '', groups: (body.groups as string[] | null) ?? [],
     });
     if (outcome === 'conflict') return result(req, reply, loginName, 'Conflict');
@@ -151,9 +150,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
     const principal = principalOf(req);
     const login = loginParam(req);
     const current = login === '$current';
-    const name = current ? principal.name : login;
-    if (!current && !isAdmin(principal) && principal.name !== login) throw new ApiError('UNAUTHORIZED');
-    const account = users.get(name);
+    const account = users.details(principal, current ? principal.name : login);
     if (!account) return answer(req, reply, 404, { success: false, error: 'NotFound', data: null });
     return answer(req, reply, 200, { success: true, error: 'Success', data: userData(baseUrl(req), account, !current) });
   });
@@ -163,12 +160,12 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
     const body = req.body as UserBody;
     const changes = { fullName: body.fullname ?? undefined, groups: body.groups ?? undefined };
     const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-    return result(req, reply, login, (await users.update(login, defined)) ? 'Success' : 'NotFound');
+    return changed(req, reply, login, await users.update(principalOf(req), login, defined));
   });
 
   app.delete('/users/:login', admin, async (req, reply) => {
     const login = loginParam(req);
-    if (!(await users.delete(login))) return result(req, reply, login, 'NotFound');
+    if ((await users.delete(principalOf(req), login)) === 'notFound') return result(req, reply, login, 'NotFound');
     return reply.code(204).send();
   });
 
@@ -177,7 +174,7 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
       method: ['PUT', 'POST'], url: `/users/:login/command/${command}`, ...admin,
       handler: async (req, reply) => {
         const login = loginParam(req);
-        return result(req, reply, login, (await users.setDisabled(login, disabled)) ? 'Success' : 'NotFound');
+        return changed(req, reply, login, await users.setDisabled(principalOf(req), login, disabled));
       },
     });
   }
@@ -185,14 +182,14 @@ export function registerUsers(app: FastifyInstance, ctx: ApiContext): void {
   app.post('/users/:login/command/reset-password', { ...admin, ...withBody(BODIES.resetPassword) }, async (req, reply) => {
     const login = loginParam(req);
     const { newpassword } = req.body as UserBody;
-    return result(req, reply, login, (await users.resetPassword(login, newpassword as string)) ? 'Success' : 'NotFound');
+    return changed(req, reply, login, await users.resetPassword(principalOf(req), login, newpassword as string));
   });
 
   app.post('/users/:login/command/change-password', { onRequest: [requireAuthenticated, requireSelf], ...withBody(BODIES.changePassword) },
     async (req, reply) => {
       const login = loginParam(req);
       const { currentpassword, newpassword } = req.body as UserBody;
-      const outcome = await users.changePassword(login, currentpassword as string, newpassword as string);
-      return result(req, reply, login, outcome === 'changed' ? 'Success' : outcome === 'denied' ? 'Unauthorized' : 'NotFound');
+      const outcome = await users.changePassword(principalOf(req), login, currentpassword as string, newpassword as string);
+      return outcome === 'wrongPassword' ? result(req, reply, login, 'Unauthorized') : changed(req, reply, login, outcome);
     });
 }

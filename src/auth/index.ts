@@ -3,4 +3,4 @@
 // deny (access.ts). Password hashing (password.ts) stays inside: only UserStore checks a password.
 export { AccessControl, ALL_STREAM } from './access.js';
 export { ANONYMOUS, SYSTEM, isAdmin, isOps, type Principal } from './principal.js';
-export { UserStore, type UserAccount } from './users.js';
+export { UserStore, type UserAccount, type NewUser } from './users.js';

@@ -27,7 +27,9 @@ import { validateQuery } from './validate.js';
 
 /** A projection request refused: no such projection, a duplicate name, or a request it cannot take now or at all. */
 export class ProjectionError extends DomainError {
-  constructor(readonly code: 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED', message: string) {
+  constructor(readonly code: 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED', message: string,
+    /** The projection asked for, where the refusal is about one. */
+    readonly projection?: string) {
     super(message);
   }
 }
@@ -58,6 +60,7 @@ export class ProjectionManager {
   private readonly unrecordedFaults = new Map<Projection, string>();
   private unsubscribeSpace: (() => void) | undefined;
   private stopping = false;
+  private restarting = false;
 
   constructor(private readonly store: Store, private readonly log: Logger, private readonly options: ManagerOptions) {}
 
@@ -169,6 +172,24 @@ export class ProjectionManager {
     await Promise.all([...this.projections.values()].map((p) => p.stop(true, p.status === 'Running' ? 'Stopped' : p.status)));
   }
 
+  /**
+   * Stops every projection and starts the subsystem again from the definitions in the log, as a
+   * node start does (transient projections, held in memory only, are gone). One at a time.
+   */
+  async restart(): Promise<void> {
+    if (this.restarting) {
+      throw new ProjectionError('PROJECTION_REFUSED', 'Projection Subsystem cannot be restarted as it is in the wrong state: Restarting');
+    }
+    this.restarting = true;
+    try {
+      await this.stop();
+      this.projections.clear();
+      await this.start();
+    } finally {
+      this.restarting = false;
+    }
+  }
+
   private isLive(id: number): boolean {
     for (const p of this.projections.values()) if (p.id === id) return true;
     return false;
@@ -180,14 +201,14 @@ export class ProjectionManager {
 
   get(name: string): Projection {
     const p = this.projections.get(name);
-    if (!p) throw new ProjectionError('PROJECTION_NOT_FOUND', `Projection ${name} not found`);
+    if (!p) throw new ProjectionError('PROJECTION_NOT_FOUND', `Projection ${name} not found`, name);
     return p;
   }
 
   async create(req: CreateRequest): Promise<Projection> {
     const name = req.name ?? (req.mode === 'Continuous' ? '' : randomUUID());
     if (!name) throw new ProjectionError('PROJECTION_REFUSED', 'Projection name is required');
-    if (this.projections.has(name)) throw new ProjectionError('PROJECTION_EXISTS', `Duplicate projection names : ${name}`);
+    if (this.projections.has(name)) throw new ProjectionError('PROJECTION_EXISTS', `Duplicate projection names : ${name}`, name);
     validateQuery(req.query);
     const persisted: PersistedProjection = {
       name, handlerType: 'JS', mode: req.mode, query: req.query, enabled: req.enabled,

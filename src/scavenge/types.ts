@@ -47,6 +47,15 @@ export class ScavengeAlreadyRunningError extends DomainError {
   }
 }
 
+/** A stop of a scavenge that does not run (no such id, or it has finished). */
+export class ScavengeNotFoundError extends DomainError {
+  readonly code = 'SCAVENGE_NOT_FOUND';
+
+  constructor(readonly scavengeId: string) {
+    super('Scavenge Id does not exist');
+  }
+}
+
 /** A scavenge asked for while a backup runs (src/backup): refused, as a backup is refused while a scavenge runs. */
 export class BackupRunningError extends DomainError {
   readonly code = 'BACKUP_RUNNING';

@@ -18,11 +18,7 @@ export class InvalidFilterError extends DomainError {
   readonly code = 'INVALID_FILTER';
 }
 
-/** The principal is not what the operation takes: authenticated, or a member of `$ops` (or `$admins`). */
-export class NotAuthorizedError extends DomainError {
-  readonly code = 'NOT_AUTHORIZED';
-
-  constructor(readonly needs: 'authenticated' | 'ops', what: string) {
-    super(`${what} takes ${needs === 'ops' ? 'a member of $ops or $admins' : 'an authenticated user'}`);
-  }
+/** A request a verb cannot carry out as asked (its reason says what to change); nothing was done. */
+export class InvalidRequestError extends DomainError {
+  readonly code = 'INVALID_REQUEST';
 }

@@ -1,9 +1,14 @@
 import type { Store } from '../store/index.js';
-import type { AccessControl } from '../auth/index.js';
+import type { AccessControl, UserStore } from '../auth/index.js';
+import type { ProjectionManager } from '../projections/index.js';
+import type { Scavenger } from '../scavenge/index.js';
 import type { SubscriptionService } from '../subscriptions/index.js';
 import { StreamVerbs } from './streams.js';
 import { SubscriptionVerbs } from './subscription.js';
 import { PersistentVerbs } from './persistent.js';
+import { ProjectionVerbs } from './projections.js';
+import { UserVerbs } from './users.js';
+import { OperationVerbs, type NodeOperations } from './operations.js';
 
 // The verbs: what a client can do, once, for every door (src/api: HTTP/1.1 and gRPC).
 
@@ -12,9 +17,13 @@ export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllSta
 export {
   PersistentVerbs, ALL_SOURCE, type GroupDefinition, type GroupInfo, type PushConsumer, type NackAction, type ConnectionInfo,
 } from './persistent.js';
-export { AccessDeniedError, InvalidFilterError, NotAuthorizedError } from './errors.js';
+export { AccessDeniedError, InvalidFilterError, InvalidRequestError } from './errors.js';
+export { NotPermittedError, demand, demandSelf, type Right, type RightsArea } from './rights.js';
 export { makeFilter, matchesFilter, type EventFilter } from './filter.js';
 export { maxAppendBytes } from './limits.js';
+export { createRight, type ProjectionVerbs, type ProjectionFigures, type ProjectionListing } from './projections.js';
+export { USER_RULES, type UserVerbs, type UserChange, type ValueRule } from './users.js';
+export { SCAVENGE_RULES, flattenStatistics, type OperationVerbs, type ClusterMember, type ScavengeAsk } from './operations.js';
 
 export interface Verbs {
   readonly streams: StreamVerbs;
@@ -22,9 +31,30 @@ export interface Verbs {
   readonly subscriptions: SubscriptionVerbs;
   /** Persistent subscription groups. */
   readonly persistent: PersistentVerbs;
+  readonly projections: ProjectionVerbs;
+  readonly users: UserVerbs;
+  readonly operations: OperationVerbs;
 }
 
-export function createVerbs(store: Store, access: AccessControl, groups: SubscriptionService): Verbs {
-  const streams = new StreamVerbs(store, access);
-  return { streams, subscriptions: new SubscriptionVerbs(store, streams), persistent: new PersistentVerbs(groups, streams) };
+/** What the verbs act on: the log, its ACLs, and the subsystems and node controls the clients reach. */
+export interface VerbSubjects {
+  store: Store;
+  access: AccessControl;
+  groups: SubscriptionService;
+  projections: ProjectionManager;
+  users: UserStore;
+  scavenger: Scavenger;
+  node: NodeOperations;
+}
+
+export function createVerbs(s: VerbSubjects): Verbs {
+  const streams = new StreamVerbs(s.store, s.access);
+  return {
+    streams,
+    subscriptions: new SubscriptionVerbs(s.store, streams),
+    persistent: new PersistentVerbs(s.groups, streams),
+    projections: new ProjectionVerbs(s.projections),
+    users: new UserVerbs(s.users),
+    operations: new OperationVerbs(s.scavenger, s.node),
+  };
 }

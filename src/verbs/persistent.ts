@@ -1,9 +1,9 @@
-import { isOps, type Principal } from '../auth/index.js';
+import type { Principal } from '../auth/index.js';
 import {
   ALL_SOURCE, checkClientSettings, SettingsError, SubscriptionError, type ConsumerOptions, type FilterDefinition, type GroupInfo,
   type GroupSettings, type Message, type NackAction, type PersistentGroup, type SubscriptionService,
 } from '../subscriptions/index.js';
-import { NotAuthorizedError } from './errors.js';
+import { demand } from './rights.js';
 import type { StreamVerbs } from './streams.js';
 
 // The persistent subscription verbs, for every door (the HTTP routes of api/subscriptions.ts and
@@ -38,7 +38,7 @@ export class PersistentVerbs {
   constructor(private readonly service: SubscriptionService, private readonly streams: StreamVerbs) {}
 
   async create(who: Principal, source: string, group: string, define: () => GroupDefinition): Promise<void> {
-    requireOps(who, 'Creating a persistent subscription');
+    demand(who, 'ops', 'subscriptions');
     const { settings, filter } = checked(source, group, define);
     if (filter && source !== ALL_SOURCE) throw new SettingsError('Only a group on $all takes a filter.', source, group);
     if (source === ALL_SOURCE && settings.startFrom > this.streams.headPosition) {
@@ -49,19 +49,19 @@ export class PersistentVerbs {
 
   /** New settings for the group (a `$all` group keeps its filter): its consumers are dropped and it resumes from its checkpoint. */
   async update(who: Principal, source: string, group: string, define: () => GroupSettings): Promise<void> {
-    requireOps(who, 'Updating a persistent subscription');
+    demand(who, 'ops', 'subscriptions');
     const { settings } = checked(source, group, () => ({ settings: define() }));
     await this.service.update(source, group, settings, who.name);
   }
 
   async delete(who: Principal, source: string, group: string): Promise<void> {
-    requireOps(who, 'Deleting a persistent subscription');
+    demand(who, 'ops', 'subscriptions');
     await this.service.delete(source, group, who.name);
   }
 
   /** Replays the group's parked messages numbered below `stopAt` (all when undefined). */
   replayParked(who: Principal, source: string, group: string, stopAt: number | undefined): void {
-    requireOps(who, 'Replaying parked messages');
+    demand(who, 'ops', 'subscriptions');
     if (stopAt !== undefined && (!Number.isSafeInteger(stopAt) || stopAt < 0)) {
       throw new SettingsError('Cannot stop replaying parked message at a negative version.', source, group);
     }
@@ -70,18 +70,18 @@ export class PersistentVerbs {
 
   /** Stops every group, dropping their consumers, and loads them again. */
   async restart(who: Principal): Promise<void> {
-    requireOps(who, 'Restarting the persistent subscriptions');
+    demand(who, 'ops', 'subscriptions');
     await this.service.restart();
   }
 
   info(who: Principal, source: string, group: string): GroupInfo {
-    requireAuthenticated(who, 'Persistent subscription statistics');
+    demand(who, 'authenticated', 'subscriptions');
     return this.service.existing(source, group, true).info();
   }
 
   /** Every group (`source` undefined), or the groups of one source, of which there must be one at least. */
   list(who: Principal, source?: string): GroupInfo[] {
-    requireAuthenticated(who, 'Persistent subscription statistics');
+    demand(who, 'authenticated', 'subscriptions');
     const groups = source === undefined ? this.service.list() : this.service.listStream(source);
     if (source !== undefined && groups.length === 0) {
       throw new SubscriptionError('SUBSCRIPTION_NOT_FOUND', `No persistent subscription groups on '${source}'.`, source, '', true);
@@ -123,14 +123,6 @@ export class PersistentVerbs {
     this.streams.authorize(who, 'r', g.stream);
     return g;
   }
-}
-
-function requireOps(who: Principal, what: string): void {
-  if (!isOps(who)) throw new NotAuthorizedError('ops', what);
-}
-
-function requireAuthenticated(who: Principal, what: string): void {
-  if (!who.authenticated) throw new NotAuthorizedError('authenticated', what);
 }
 
 /** The definition a client sent, read and checked; a refusal names the group. */

@@ -1,4 +1,4 @@
-import { DomainError, type LogErrorCode, type SubscriptionErrorCode, type VerbErrorCode } from '../../errors.js';
+import { DomainError, type LogErrorCode, type MaintenanceErrorCode, type ProjectionErrorCode, type SubscriptionErrorCode, type VerbErrorCode } from '../../errors.js';
 import { ExpectedVersion } from '../../store/index.js';
 import type { KnownDomainError, WithCode } from '../errors.js';
 import { GrpcStatus, StatusError, type Status } from './status.js';
@@ -76,16 +76,29 @@ export function subscriptionFailed(stream: string, group: string, reason: string
     `Subscription group ${group} on stream ${stream} failed: '${reason}'`, stream, group, { reason });
 }
 
+export function userNotFound(login: string): Status {
+  return { code: GrpcStatus.NOT_FOUND, message: `User '${login}' is not found.`, trailers: { exception: 'user-not-found', 'login-name': login } };
+}
+
+export function userConflict(login: string): Status {
+  return { code: GrpcStatus.FAILED_PRECONDITION, message: 'Conflict.', trailers: { exception: 'user-conflict', 'login-name': login } };
+}
+
+export function scavengeNotFound(scavengeId: string): Status {
+  return { code: GrpcStatus.NOT_FOUND, message: 'Scavenge id was invalid.', trailers: { exception: 'scavenge-not-found', 'scavenge-id': scavengeId } };
+}
+
 export function fail(status: Status): never {
   throw new StatusError(status);
 }
 
 /**
- * The domain errors the gRPC door can meet: its methods are the streams' and the persistent
- * subscriptions' verbs, which meet the log's errors, the subscriptions' and their own. A method
- * that reaches another subsystem widens this, and its codes then need an answer below to compile.
+ * The domain errors the gRPC door can meet: the log's, the verbs' own, the persistent
+ * subscriptions', the projections' and a scavenge's. A method that reaches another subsystem
+ * widens this, and its codes then need an answer below to compile.
  */
-type GrpcDoorCode = LogErrorCode | VerbErrorCode | SubscriptionErrorCode;
+type GrpcDoorCode = LogErrorCode | VerbErrorCode | SubscriptionErrorCode | ProjectionErrorCode
+  | Extract<MaintenanceErrorCode, 'SCAVENGE_ALREADY_RUNNING' | 'SCAVENGE_NOT_FOUND' | 'BACKUP_RUNNING'>;
 
 const NOT_READY: Status = { code: GrpcStatus.UNAVAILABLE, message: 'Server Is Not Ready' };
 
@@ -105,7 +118,6 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   // As over HTTP (507): the message says which file and when writes resume.
   OUT_OF_SPACE: (e) => ({ code: GrpcStatus.RESOURCE_EXHAUSTED, message: e.message }),
   ACCESS_DENIED: () => accessDenied(),
-  NOT_AUTHORIZED: () => accessDenied(),
   INVALID_FILTER: (e) => invalidArgument(e.message),
   SUBSCRIPTION_NOT_FOUND: (e) => subscriptionNotFound(e.stream, e.group),
   SUBSCRIPTION_EXISTS: (e) => groupStatus(GrpcStatus.ALREADY_EXISTS, 'persistent-subscription-exists',
@@ -118,6 +130,17 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   SUBSCRIPTION_SETTINGS: (e) => subscriptionFailed(e.stream, e.group, e.message),
   SUBSCRIPTION_LIMIT: (e) => subscriptionFailed(e.stream, e.group, e.message),
   SUBSCRIPTIONS_NOT_READY: (e) => subscriptionFailed(e.stream, e.group, e.message),
+  NOT_PERMITTED: () => accessDenied(),
+  INVALID_REQUEST: (e) => invalidArgument(e.message),
+  // The Node clients (24.6+) take NOT_FOUND without an exception key as their NotFoundError.
+  PROJECTION_NOT_FOUND: (e) => ({ code: GrpcStatus.NOT_FOUND, message: `Projection '${e.projection ?? ''}' not found` }),
+  PROJECTION_EXISTS: (e) => ({ code: GrpcStatus.ALREADY_EXISTS, message: e.message }),
+  PROJECTION_REFUSED: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),
+  QUERY_SYNTAX: (e) => invalidArgument(e.message),
+  // StartScavenge answers it as InProgress with the running scavenge's id (operations.ts).
+  SCAVENGE_ALREADY_RUNNING: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),
+  SCAVENGE_NOT_FOUND: (e) => scavengeNotFound(e.scavengeId),
+  BACKUP_RUNNING: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: `${e.message}: a scavenge starts once it has finished` }),
 };
 
 /** The status of a verb's or the store's error; undefined for a fault of ours (answered INTERNAL and logged). */

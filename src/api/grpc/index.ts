@@ -10,6 +10,10 @@ import { GrpcStatus } from './status.js';
 import { supportedMethods } from './server-features.js';
 import { appendHandler, batchAppendHandler, deleteHandler, readHandler, type StreamsDoor } from './streams.js';
 import * as persistent from './persistent.js';
+import type { ServedBy, ServiceDoor } from './door.js';
+import { registerProjections } from './projections.js';
+import { registerUsers } from './users.js';
+import { registerGossip, registerMonitoring, registerOperations } from './node-services.js';
 
 // The gRPC door: the established server's client protocol (event_store.client.*) on the node's
 // own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
@@ -35,14 +39,18 @@ const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscr
 export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   const { config } = ctx;
   const server = new GrpcServer({ log: ctx.log, statusOf: (err) => grpcStatusOf(err, config.maxAppendSize) });
+  const services: ServiceDoor = {
+    verbs: ctx.verbs,
+    callerOf: async (call, servedBy) => {
+      requireLeader(ctx.cluster, call, servedBy);
+      return callerOf(ctx, call);
+    },
+  };
   const door: StreamsDoor = {
     verbs: ctx.verbs,
     maxAppendBytes: maxAppendBytes(config.maxAppendSize),
     maxAppendSize: config.maxAppendSize,
-    callerOf: async (call, write) => {
-      requireLeader(ctx.cluster, call, write);
-      return callerOf(ctx, call);
-    },
+    callerOf: (call, write) => services.callerOf(call, write ? 'leader' : 'leaderIfAsked'),
   };
   const appendLimits = { maxMessageBytes: door.maxAppendBytes, tooLarge: () => maximumAppendSizeExceeded(config.maxAppendSize) };
   server.add(methodOf(STREAMS, 'Read'), { kind: 'serverStream', handle: readHandler(door) });
@@ -60,6 +68,11 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   server.add(methodOf(PERSISTENT, 'RestartSubsystem'), { kind: 'unary', handle: persistent.restartHandler(door) });
   const features = methodOf('event_store.client.server_features.ServerFeatures', 'GetSupportedMethods');
   server.add(features, { kind: 'unary', handle: async () => supportedMethods(server.paths()) });
+  registerProjections(server, services);
+  registerUsers(server, services);
+  registerOperations(server, services);
+  registerGossip(server, services);
+  registerMonitoring(server, services);
   return server;
 }
 
@@ -74,11 +87,11 @@ async function callerOf(ctx: GrpcDoorContext, call: CallContext): Promise<Princi
   return result.principal;
 }
 
-/** A follower refuses writes, and reads the client wants from the leader (`requires-leader: true`), naming the leader. */
-function requireLeader(cluster: LeaderRouting | undefined, call: CallContext, write: boolean): void {
-  if (!cluster || cluster.isLeader) return;
+/** A follower refuses what the leader serves, and reads the client wants from the leader (`requires-leader: true`), naming the leader. */
+function requireLeader(cluster: LeaderRouting | undefined, call: CallContext, servedBy: ServedBy): void {
+  if (!cluster || cluster.isLeader || servedBy === 'anyNode') return;
   const requires = String(call.metadata['requires-leader'] ?? '').toLowerCase() === 'true';
-  if (!write && !requires) return;
+  if (servedBy === 'leaderIfAsked' && !requires) return;
   const url = cluster.leaderHttpUrl();
   if (!url) fail({ code: GrpcStatus.UNKNOWN, message: 'No leader info available in response' });
   const leader = new URL(url);

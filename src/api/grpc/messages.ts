@@ -112,3 +112,29 @@ export function deadlineMs(timestamp: unknown, duration: unknown): number | unde
   if (!Number.isFinite(ms)) return fail(invalidArgument("'deadline' is not a valid time"));
   return timestamp ? ms - Date.now() : ms;
 }
+
+/** The `options` every request of the management services wraps its fields in. */
+export function optionsOf(request: unknown): Message {
+  const options = (request as Message | undefined)?.options;
+  if (!options || typeof options !== 'object') return fail(invalidArgument("'options' is a required argument"));
+  return options as Message;
+}
+
+/** A JSON value as a google.protobuf.Value (whose fields protobufjs names in camelCase). */
+export function protoValue(json: unknown): Message {
+  if (json === null || json === undefined) return { nullValue: 'NULL_VALUE' };
+  if (Array.isArray(json)) return { listValue: { values: json.map(protoValue) } };
+  switch (typeof json) {
+    case 'object': return { structValue: { fields: Object.fromEntries(Object.entries(json).map(([k, v]) => [k, protoValue(v)])) } };
+    case 'string': return { stringValue: json };
+    case 'number': return { numberValue: json };
+    case 'boolean': return { boolValue: json };
+    default: return { stringValue: String(json) };
+  }
+}
+
+/** 100 ns ticks since the Unix epoch, as decimal text (the int64 time fields of gossip and users). */
+export function ticksSinceEpoch(iso: string): string {
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) ? (BigInt(ms) * 10_000n).toString() : '0';
+}

@@ -9,6 +9,7 @@ import { VERSION_LINE } from '../../version.js';
 const FEATURES: Record<string, string[]> = {
   'event_store.client.streams.streams/read': ['position', 'events'],
   'event_store.client.streams.streams/batchappend': ['deadline_duration'],
+  'event_store.client.projections.projections/create': ['track_emitted_streams'],
 };
 const SERVICE_FEATURES: Record<string, string[]> = {
   'event_store.client.persistent_subscriptions.persistentsubscriptions': ['stream', 'all'],

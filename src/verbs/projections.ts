@@ -1,0 +1,148 @@
+import type { Principal } from '../auth/index.js';
+import type {
+  CreateRequest, DeleteFlags, Projection, ProjectionConfig, ProjectionManager, ProjectionMode, RunAs,
+} from '../projections/index.js';
+import { demand, type Right } from './rights.js';
+
+// The projection verbs: what a client can do to projections, whichever door it comes through
+// (the HTTP projections API, gRPC's Projections service). Each checks who may (anyone
+// authenticated reads; continuous and one-time projections take $ops to create or change, a
+// transient one is anyone's; config, delete and a subsystem restart take $ops) and asks the
+// manager (src/projections), which owns what a projection may become. The figures a projection
+// reports are gathered here once, for both doors' answers.
+
+/** Which projections a listing shows. */
+export type ProjectionListing = 'any' | 'all-non-transient' | ProjectionMode;
+
+/** What a create asks for; the projection runs as its creator. */
+export type ProjectionCreate = Omit<CreateRequest, 'runAs'>;
+
+/** A projection's figures as both doors report them (projections.md §16). */
+export interface ProjectionFigures {
+  coreProcessingTime: number;
+  version: number;
+  epoch: number;
+  effectiveName: string;
+  writesInProgress: number;
+  readsInProgress: number;
+  partitionsCached: number;
+  /** `Running`, `Stopped`, `Faulted`...; a stopped or faulted projection that is enabled adds ` (Enabled)`. */
+  status: string;
+  stateReason: string;
+  name: string;
+  mode: ProjectionMode;
+  position: string;
+  progress: number;
+  lastCheckpoint: string;
+  eventsProcessedAfterRestart: number;
+  /** Not in the established servers: events a system projection could not index, counted since the start. */
+  eventsSkipped: number;
+  checkpointStatus: string;
+  bufferedEvents: number;
+  writePendingEventsBeforeCheckpoint: number;
+  writePendingEventsAfterCheckpoint: number;
+}
+
+/** Who may create a projection of a mode. */
+export function createRight(mode: ProjectionMode): Right {
+  return mode === 'Transient' ? 'authenticated' : 'ops';
+}
+
+const logPosition = (position: number) => `C:${position}/P:${position}`;
+const runAs = (who: Principal): RunAs => ({ name: who.name, roles: [...who.roles] });
+
+export class ProjectionVerbs {
+  constructor(private readonly manager: ProjectionManager) {}
+
+  list(who: Principal, listing: ProjectionListing): Projection[] {
+    demand(who, 'authenticated', 'projections');
+    if (listing === 'any') return this.manager.list();
+    if (listing === 'all-non-transient') return this.manager.list((p) => p.persisted.mode !== 'Transient');
+    return this.manager.list((p) => p.persisted.mode === listing);
+  }
+
+  /** One projection by name (PROJECTION_NOT_FOUND when there is none). */
+  find(who: Principal, name: string): Projection {
+    demand(who, 'authenticated', 'projections');
+    return this.manager.get(name);
+  }
+
+  figures(p: Projection): ProjectionFigures {
+    const s = p.snapshot();
+    let status: string = s.status;
+    if ((s.status === 'Stopped' || s.status === 'Faulted') && p.persisted.enabled) status += ' (Enabled)';
+    return {
+      coreProcessingTime: Math.round(s.coreProcessingTimeMs), version: p.persisted.version, epoch: p.persisted.epoch,
+      effectiveName: p.name, writesInProgress: s.writesInProgress, readsInProgress: s.readsInProgress, partitionsCached: s.partitionsCached,
+      status, stateReason: s.stateReason, name: p.name, mode: p.persisted.mode, position: logPosition(s.position), progress: s.progress,
+      lastCheckpoint: logPosition(s.lastCheckpointPosition), eventsProcessedAfterRestart: s.eventsProcessedAfterRestart,
+      eventsSkipped: s.eventsSkipped, checkpointStatus: s.writesInProgress > 0 ? `Writing (${s.writeRecordsInFlight})` : '',
+      bufferedEvents: s.bufferedEvents, writePendingEventsBeforeCheckpoint: s.writePendingEventsBeforeCheckpoint,
+      writePendingEventsAfterCheckpoint: s.writePendingEventsAfterCheckpoint,
+    };
+  }
+
+  /** Raw state and result JSON of a partition ('' when none) and the position they are at. */
+  async read(who: Principal, name: string, partition: string): Promise<{ state: string; result: string; position: number }> {
+    const p = this.find(who, name);
+    const { state, result } = await p.read(partition);
+    return { state, result, position: p.snapshot().position };
+  }
+
+  create(who: Principal, request: ProjectionCreate): Promise<Projection> {
+    demand(who, createRight(request.mode), 'projections');
+    return this.manager.create({ ...request, runAs: runAs(who) });
+  }
+
+  /** A new query (and, when given, whether it may emit); a running projection restarts with it. */
+  async updateQuery(who: Principal, name: string, query: string, emit: boolean | undefined): Promise<void> {
+    this.demandChange(who, name);
+    await this.manager.updateQuery(name, query, emit);
+  }
+
+  config(who: Principal, name: string): ProjectionConfig {
+    demand(who, 'ops', 'projections');
+    return this.manager.get(name).persisted.config;
+  }
+
+  async updateConfig(who: Principal, name: string, config: (current: ProjectionConfig) => ProjectionConfig): Promise<ProjectionConfig> {
+    demand(who, 'ops', 'projections');
+    const p = this.manager.get(name);
+    await this.manager.updateConfig(name, config(p.persisted.config));
+    return p.persisted.config;
+  }
+
+  /** Runs the projection; `runAsCaller`: from now on as the caller. */
+  async enable(who: Principal, name: string, runAsCaller = false): Promise<void> {
+    this.demandChange(who, name);
+    await this.manager.enable(name, runAsCaller ? runAs(who) : undefined);
+  }
+
+  /** Stops the projection: with `writeCheckpoint` it saves its progress first (Stopped), without it aborts (Aborted). */
+  async disable(who: Principal, name: string, writeCheckpoint: boolean): Promise<void> {
+    this.demandChange(who, name);
+    await (writeCheckpoint ? this.manager.disable(name) : this.manager.abort(name));
+  }
+
+  async reset(who: Principal, name: string): Promise<void> {
+    this.demandChange(who, name);
+    await this.manager.reset(name);
+  }
+
+  async delete(who: Principal, name: string, flags: DeleteFlags): Promise<void> {
+    demand(who, 'ops', 'projections');
+    await this.manager.delete(name, flags);
+  }
+
+  /** Stops every projection and starts them again from their definitions in the log. */
+  async restartSubsystem(who: Principal): Promise<void> {
+    demand(who, 'ops', 'projections');
+    await this.manager.restart();
+  }
+
+  /** Changing a projection takes $ops, unless it is transient (anyone's). */
+  private demandChange(who: Principal, name: string): void {
+    const p = this.find(who, name);
+    if (p.persisted.mode !== 'Transient') demand(who, 'ops', 'projections');
+  }
+}
