@@ -104,7 +104,7 @@ async function scenario(source: string, name: string, request: Partial<ScavengeR
   const before = store.diskUsage();
   const appender = liveAppender(store);
   const started = performance.now();
-  scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, ...request });
+  scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 0, ...request });
   let progress = scavenger.current()!.progress;
   while (scavenger.current()) {
     progress = scavenger.current()!.progress;

@@ -103,7 +103,7 @@ async function variantRun(source: string, name: string, variant: Variant): Promi
   // 200 single-event appends a second from the scavenge's start to the end of the idle time after it.
   const appender = liveAppender(store);
   const started = performance.now();
-  scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false });
+  scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 0 });
   let progress = scavenger.current()!.progress;
   while (scavenger.current()) {
     progress = scavenger.current()!.progress;

@@ -310,10 +310,12 @@ describe('operations', () => {
     expect((await httpJson('/admin/scavenge/last')).scavengeResult).toMatch(/Success|Stopped/);
   });
 
-  it('refuses what it cannot honour: a start chunk, more threads than four; an unknown stop is scavenge-not-found', async () => {
+  it('takes a start chunk; refuses more threads than four; an unknown stop is scavenge-not-found', async () => {
     const options = new operations.StartScavengeReq.Options().setStartFromChunk(3);
-    await expect(unary(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(options)))
-      .rejects.toThrow(/startFromChunk 3 is not supported/);
+    const started = await unary<unknown, operations.ScavengeResp>(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(options));
+    expect(started.getScavengeResult()).toBe(operations.ScavengeResp.ScavengeResult.STARTED);
+    await eventually(async () => expect((await httpJson('/admin/scavenge/current')).scavengeId).toBe(''), 20_000);
+    expect((await httpJson('/admin/scavenge/last')).scavengeResult).toBe('Success');
     const threads = new operations.StartScavengeReq.Options().setThreadCount(9);
     await expect(unary(OperationsClient, 'startScavenge', new operations.StartScavengeReq().setOptions(threads))).rejects.toThrow(/threads must be 4 or below/);
     const unknown = crypto.randomUUID();

@@ -59,7 +59,7 @@ describe('scavenge routes over a recording scavenger', () => {
     expect(await res.text()).toBe('{\n  "scavengeId": "scavenge-1"\n}');
     const withBody = await http(t, '/admin/scavenge', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
     expect(await withBody.json()).toEqual({ scavengeId: 'scavenge-2' });
-    const defaults = { threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false };
+    const defaults = { threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 0 };
     expect(scavenger.requests).toEqual([defaults, defaults]);
   });
 
@@ -69,18 +69,15 @@ describe('scavenge routes over a recording scavenger', () => {
       expect(res.status, await res.text()).toBe(200);
     }
     expect(scavenger.requests).toEqual([
-      { threads: 4, threshold: -1, throttlePercent: 100, syncOnly: true },
-      { threads: 1, threshold: 12, throttlePercent: 1, syncOnly: false },
+      { threads: 4, threshold: -1, throttlePercent: 100, syncOnly: true, startFromChunk: 0 },
+      { threads: 1, threshold: 12, throttlePercent: 1, syncOnly: false, startFromChunk: 0 },
     ]);
   });
 
-  it('refuses a start chunk it does not support with the reason, and starts nothing (the established servers take it and ignore it)', async () => {
-    const before = scavenger.requests.length;
+  it('passes a start chunk (the engine executes chunks from it: scavenge-threshold.e2e)', async () => {
     const res = await post('?startFromChunk=7');
-    expect(res.status).toBe(400);
-    expect(await res.text()).toBe('startFromChunk 7 is not supported: a scavenge on this node runs over every chunk up to its scavenge point '
-      + '(chunks with nothing to remove are skipped by weight); start it from chunk 0.');
-    expect(scavenger.requests.length).toBe(before);
+    expect(res.status, await res.text()).toBe(200);
+    expect(scavenger.requests.at(-1)).toEqual({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 7 });
   });
 
   it('answers 400 "Scavenge is already running" while one runs', async () => {

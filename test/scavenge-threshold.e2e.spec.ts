@@ -93,3 +93,38 @@ describe('a positive threshold', () => {
     expect(await readStreams(t, datasetStreams(d))).toEqual(streamsBefore);
   });
 });
+
+describe('a start chunk', () => {
+  let t: TestNode;
+  beforeAll(async () => { t = await startTestNode({ chunkSize: CHUNK_SIZE, memDb: false }); });
+  afterAll(async () => { await t?.dispose(); });
+
+  it('executes only the chunks from it on; a run from chunk 0 then removes the rest', async () => {
+    const d = await buildDataset(t, { maxAge: false });
+    const before = await readAll(t);
+    const streamsBefore = await readStreams(t, datasetStreams(d));
+    const weighed = [...weightsOf(removableBy(before, { position: Infinity, created: 0 })).keys()].sort((a, b) => a - b);
+    expect(weighed.length, 'chunks with something to remove').toBeGreaterThanOrEqual(3);
+    const start = weighed[Math.floor(weighed.length / 2)];
+
+    const id = await scavengeOk(t, { startFromChunk: start });
+    const after = await readAll(t);
+    const [point] = pointsIn(after);
+    const removable = removableBy(before, point);
+    const removed = removable.filter((r) => chunkOf(r) >= start);
+    const left = removable.filter((r) => chunkOf(r) < start);
+    expect(left.length).toBeGreaterThan(0);
+    expectLogIs(after, before, removed);
+    const executed = (await chunkEvents(t, id)).filter((c) => c.wasScavenged);
+    expect(executed.length).toBeGreaterThan(0);
+    for (const c of executed) expect(c.chunkStartNumber, 'an executed chunk').toBeGreaterThanOrEqual(start);
+    expect((await historyOf(t, id)).at(-1)?.data).toMatchObject({ result: 'Success', eventsRemoved: removed.length });
+    expect(await readStreams(t, datasetStreams(d))).toEqual(streamsBefore);
+
+    await scavengeOk(t, {});
+    const end = await readAll(t);
+    const points = pointsIn(end);
+    expectLogIs(end, before, removableBy(before, points[1]));
+    expect(await readStreams(t, datasetStreams(d))).toEqual(streamsBefore);
+  });
+});

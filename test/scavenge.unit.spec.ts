@@ -46,7 +46,7 @@ async function setMetadata(store: Store, stream: string, doc: unknown) {
 }
 
 async function scavenge(scavenger: Scavenger, request: Partial<ScavengeRequest> = {}) {
-  const id = scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, ...request });
+  const id = scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 0, ...request });
   while (scavenger.current()) await new Promise((r) => setTimeout(r, 10));
   return { id, result: scavenger.last()!.result };
 }
@@ -167,7 +167,7 @@ describe('scavenge engine', () => {
 
     const two = await open();
     await build(two.store);
-    const id = two.scavenger.start({ threads: 1, threshold: 0, throttlePercent: 1, syncOnly: false });
+    const id = two.scavenger.start({ threads: 1, threshold: 0, throttlePercent: 1, syncOnly: false, startFromChunk: 0 });
     while ((two.scavenger.current()?.progress.eventsExamined ?? 0) === 0) await new Promise((r) => setTimeout(r, 5));
     expect(await two.scavenger.stop(id)).toBe(true);
     expect(two.scavenger.last()!.result).toBe('Stopped');

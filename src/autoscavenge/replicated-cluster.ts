@@ -1,4 +1,5 @@
 import type { Store } from '../store/index.js';
+import type { ScavengeRequest } from '../scavenge/index.js';
 import { MemberCallError, sameNode, type ClusterMembership, type ClusterView, type MemberScavengeResult, type NodeId } from './cluster.js';
 import { recordedResult } from './single-node.js';
 
@@ -98,14 +99,14 @@ export class ReplicatedCluster implements ClusterMembership {
 
 /** A member's side of the calls above: its own Scavenger, as the scavenge admin API would answer. */
 export async function memberScavengeRequest(scavenger: {
-  start(request: { threads: number; threshold: number; throttlePercent: number; syncOnly: boolean }): string;
+  start(request: ScavengeRequest): string;
   last(): { scavengeId: string; result: string } | undefined;
   stop(id: string): Promise<boolean>;
 }, request: unknown): Promise<unknown> {
   const r = request as MemberScavengeRequest;
   switch (r?.op) {
     case 'start':
-      return scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false });
+      return scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 0 });
     case 'last': {
       const last = scavenger.last();
       if (!last) return { scavengeId: '', result: 'Unknown' };

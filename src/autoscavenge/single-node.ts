@@ -30,7 +30,7 @@ export class SingleNodeCluster implements ClusterMembership {
 
   async startScavenge(): Promise<string> {
     try {
-      return this.scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false });
+      return this.scavenger.start({ threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false, startFromChunk: 0 });
     } catch (err) {
       throw new MemberCallError((err as Error).message);
     }

@@ -17,6 +17,8 @@ export interface RunContext {
   readonly throttle: Throttle;
   readonly history: History;
   readonly threads: number;
+  /** The first chunk this run executes (ScavengeRequest.startFromChunk). */
+  readonly startFromChunk: number;
   readonly disableMerging: boolean;
   /** Throws ScavengeStoppedError once a stop was asked for. */
   checkStop(): void;

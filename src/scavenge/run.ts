@@ -106,7 +106,9 @@ export async function runPhases(ctx: RunContext, checkpoint: Checkpoint | undefi
     save('ExecutingChunks');
   }
   if (at('ExecutingChunks')) {
-    const fromChunk = same('ExecutingChunks') && checkpoint?.doneChunk !== undefined ? checkpoint.doneChunk + 1 : 0;
+    // A resumed run goes on after its last chunk done, or from the start chunk this run asks for if that is later.
+    const resumeAt = same('ExecutingChunks') && checkpoint?.doneChunk !== undefined ? checkpoint.doneChunk + 1 : 0;
+    const fromChunk = Math.max(resumeAt, ctx.startFromChunk);
     await phase(ctx, 'ChunkExecution', () => executeChunks(ctx, fromChunk, totals));
     save('MergingChunks');
   }

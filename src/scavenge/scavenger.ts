@@ -173,7 +173,7 @@ export class Scavenger {
         run.progress.scavengePoint = point.eventNumber;
         const ctx: RunContext = {
           store: this.store, state, log, chunkSize: this.options.chunkSize, point, scavengeId: run.id, progress: run.progress,
-          throttle: run.throttle, history, threads: request.threads, disableMerging: this.options.disableMerging,
+          throttle: run.throttle, history, threads: request.threads, startFromChunk: request.startFromChunk, disableMerging: this.options.disableMerging,
           checkStop: () => {
             if (run.stopRequested) throw new ScavengeStoppedError();
           },

@@ -12,6 +12,11 @@ export interface ScavengeRequest {
   throttlePercent: number;
   /** Run only to an existing scavenge point no scavenge has reached; never write a new one. */
   syncOnly: boolean;
+  /**
+   * Chunk execution starts at this chunk (0: the first): the chunks before it keep what they
+   * could lose, and their weights, for a later run. Accumulation and calculation cover the whole log.
+   */
+  startFromChunk: number;
 }
 
 export type ScavengePhase =

@@ -30,11 +30,6 @@ export const SCAVENGE_RULES = {
   syncOnly: { message: 'syncOnly must be a boolean' },
   startFromChunk: {
     minimum: 0, message: 'startFromChunk must be a positive integer',
-    // A run here executes every chunk up to its scavenge point whose weight is above the threshold
-    // (it starts at a later chunk only to resume a stopped run); skipping the chunks below a given
-    // one is not implemented, so asking for it is refused rather than ignored.
-    notHonoured: (chunk: number) => `startFromChunk ${chunk} is not supported: a scavenge on this node runs over every chunk `
-      + 'up to its scavenge point (chunks with nothing to remove are skipped by weight); start it from chunk 0.',
   },
 } as const;
 
@@ -76,7 +71,9 @@ export class OperationVerbs {
   startScavenge(who: Principal, ask: ScavengeAsk): string {
     demand(who, 'ops', 'node');
     checkScavenge(ask);
-    return this.scavenger.start({ threads: ask.threads, threshold: ask.threshold, throttlePercent: ask.throttlePercent, syncOnly: ask.syncOnly });
+    return this.scavenger.start({
+      threads: ask.threads, threshold: ask.threshold, throttlePercent: ask.throttlePercent, syncOnly: ask.syncOnly, startFromChunk: ask.startFromChunk,
+    });
   }
 
   /** Stops a running scavenge (`current`: whichever runs) and resolves its id once it has stopped. */
@@ -130,5 +127,4 @@ function checkScavenge(ask: ScavengeAsk): void {
   }
   if (ask.threads > 1 && ask.throttlePercent !== 100) throw new InvalidRequestError(throttlePercent.multiThreaded);
   if (!Number.isInteger(ask.startFromChunk) || ask.startFromChunk < startFromChunk.minimum) throw new InvalidRequestError(startFromChunk.message);
-  if (ask.startFromChunk !== 0) throw new InvalidRequestError(startFromChunk.notHonoured(ask.startFromChunk));
 }
