@@ -11,10 +11,10 @@
 /** What a write or read of the log can meet, through any door (OUT_OF_SPACE: the data directory's file system is full). */
 export type LogErrorCode =
   | 'WRONG_EXPECTED_VERSION' | 'STREAM_DELETED' | 'INVALID_WRITE'
-  | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT' | 'OUT_OF_SPACE';
+  | 'STORE_CLOSED' | 'NOT_LEADER' | 'REPLICATION_LOST' | 'WRITE_TIMEOUT' | 'OUT_OF_SPACE' | 'INVALID_FILTER';
 
 /** The verbs' own refusals (src/verbs). */
-export type VerbErrorCode = 'ACCESS_DENIED' | 'INVALID_FILTER' | 'NOT_PERMITTED' | 'INVALID_REQUEST';
+export type VerbErrorCode = 'ACCESS_DENIED' | 'NOT_PERMITTED' | 'INVALID_REQUEST';
 
 export type ProjectionErrorCode = 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'QUERY_SYNTAX';
 

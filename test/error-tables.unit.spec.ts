@@ -13,7 +13,8 @@ import {
   WriteTimeoutError, WrongExpectedVersionError,
 } from '../src/store/index.js';
 import { SettingsError, SubscriptionError } from '../src/subscriptions/errors.js';
-import { AccessDeniedError, InvalidFilterError, InvalidRequestError, NotPermittedError } from '../src/verbs/index.js';
+import { AccessDeniedError, InvalidRequestError, NotPermittedError } from '../src/verbs/index.js';
+import { InvalidFilterError } from '../src/store/index.js';
 
 // The two doors' error tables (issue 30, errors one way): every domain error shares one base
 // and is answered by its code, over HTTP with the status, reason phrase, headers and body the

@@ -7,7 +7,7 @@ import type { DropReason } from '../src/subscriptions/consumer.js';
 import { allSource, streamSource, type GroupSource } from '../src/subscriptions/source.js';
 import { DEFAULT_SETTINGS, type GroupSettings } from '../src/subscriptions/settings.js';
 import { SubscriptionError } from '../src/subscriptions/errors.js';
-import { makeFilter } from '../src/verbs/filter.js';
+import { makeFilter } from '../src/store/index.js';
 import { sleep, tempStores, until } from './support/stores.js';
 
 // Push consumers of a group (the gRPC door's Read calls) and `$all` groups, with the store in

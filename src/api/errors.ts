@@ -4,7 +4,7 @@ import type { FastifyError } from 'fastify';
 import { DomainError, type DomainErrorCode } from '../errors.js';
 import type {
   BackupStoppedError, InvalidWriteError, NotLeaderError, OutOfSpaceError, ReplicationLostError, StoreClosedError, StreamDeletedError,
-  WriteTimeoutError, WrongExpectedVersionError,
+  WriteTimeoutError, WrongExpectedVersionError, InvalidFilterError,
 } from '../store/index.js';
 import type { ProjectionError, QuerySyntaxError } from '../projections/index.js';
 import type { SettingsError, SubscriptionError } from '../subscriptions/index.js';
@@ -13,7 +13,7 @@ import type { BackupAlreadyRunningError, BackupTargetError, BackupTargetProblem,
 import type {
   AutoScavengeFailedError, AutoScavengeNotEnabledError, AutoScavengeRejectedError, InvalidScheduleError,
 } from '../autoscavenge/index.js';
-import type { AccessDeniedError, InvalidFilterError, InvalidRequestError, NotPermittedError } from '../verbs/index.js';
+import type { AccessDeniedError, InvalidRequestError, NotPermittedError } from '../verbs/index.js';
 import { inEverySpelling } from './header-spellings.js';
 
 // Every error the HTTP API answers with, declared once: a stable code, the status, the HTTP

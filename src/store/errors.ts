@@ -21,6 +21,11 @@ export class StreamDeletedError extends DomainError {
   }
 }
 
+/** A server-side filter (filter.ts) that cannot be used as given. */
+export class InvalidFilterError extends DomainError {
+  readonly code = 'INVALID_FILTER';
+}
+
 /** The store is closed or closing; no new writes are taken. */
 export class StoreClosedError extends DomainError {
   readonly code = 'STORE_CLOSED';

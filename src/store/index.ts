@@ -37,7 +37,9 @@ import { writeBackup, type BackupOptions, type BackupResult } from './backup.js'
 export { ExpectedVersion } from './expected-version.js';
 export {
   WrongExpectedVersionError, StreamDeletedError, StoreClosedError, NotLeaderError, ReplicationLostError, ReplicationMismatchError, WriteTimeoutError,
+  InvalidFilterError,
 } from './errors.js';
+export { makeFilter, matchesFilter, type EventFilter } from './filter.js';
 export { OutOfSpaceError, type SpaceEvent, type SpaceWatch } from './out-of-space.js';
 export { InvalidWriteError, MAX_JSON_DEPTH, jsonDepthExceeds, shownName, streamNameProblem } from './write-rules.js';
 export type { EventRecord } from './record.js';

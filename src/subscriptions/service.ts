@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ExpectedVersion, jsonEvent, type EventRecord, type Store } from '../store/index.js';
-import { makeFilter } from '../verbs/index.js';
+import { makeFilter } from '../store/index.js';
 import { PersistentGroup } from './group.js';
 import type { Message } from './message.js';
 import { MAX_GROUPS } from './limits.js';

@@ -1,7 +1,7 @@
 import {
   EPOCHS_STREAM, LINK_EVENT_TYPE, firstVisibleEventNumber, isMetastream, originalStreamOf, type EventRecord, type ResolvedEvent, type Store,
 } from '../store/index.js';
-import { matchesFilter, type EventFilter } from '../verbs/index.js';
+import { matchesFilter, type EventFilter } from '../store/index.js';
 
 // Where a group's events come from: one stream, or `$all` (every record of the log, optionally
 // filtered by stream name or event type). A group reads its source a page at a time and keeps a

@@ -13,11 +13,6 @@ export class AccessDeniedError extends DomainError {
   }
 }
 
-/** A server-side filter that cannot be used as given. */
-export class InvalidFilterError extends DomainError {
-  readonly code = 'INVALID_FILTER';
-}
-
 /** A request a verb cannot carry out as asked (its reason says what to change); nothing was done. */
 export class InvalidRequestError extends DomainError {
   readonly code = 'INVALID_REQUEST';

@@ -17,9 +17,10 @@ export { SubscriptionVerbs, type SubscriptionItem, type StreamStart, type AllSta
 export {
   PersistentVerbs, ALL_SOURCE, type GroupDefinition, type GroupInfo, type PushConsumer, type NackAction, type ConnectionInfo,
 } from './persistent.js';
-export { AccessDeniedError, InvalidFilterError, InvalidRequestError } from './errors.js';
+export { AccessDeniedError, InvalidRequestError } from './errors.js';
+// The doors build a read's or a subscription's filter from what the client sent (the rules are the log's: store/filter.ts).
+export { makeFilter, type EventFilter } from '../store/index.js';
 export { NotPermittedError, demand, demandSelf, type Right, type RightsArea } from './rights.js';
-export { makeFilter, matchesFilter, type EventFilter } from './filter.js';
 export { maxAppendBytes } from './limits.js';
 export { createRight, type ProjectionVerbs, type ProjectionFigures, type ProjectionListing } from './projections.js';
 export { USER_RULES, type UserVerbs, type UserChange, type ValueRule } from './users.js';

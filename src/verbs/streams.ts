@@ -5,7 +5,7 @@ import {
 import { ALL_STREAM, type AccessControl, type Principal } from '../auth/index.js';
 import type { AclOperation } from '../store/index.js';
 import { AccessDeniedError } from './errors.js';
-import { matchesFilter, type EventFilter } from './filter.js';
+import { matchesFilter, type EventFilter } from '../store/index.js';
 
 // The stream verbs, one for each thing a client can do to streams whatever door it comes through
 // (HTTP/1.1 or gRPC): append, delete, read a stream, read `$all`, read one event. Each verb

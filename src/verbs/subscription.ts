@@ -1,6 +1,6 @@
 import { StreamDeletedError, type AllPage, type EventRecord, type ResolvedEvent, type Store } from '../store/index.js';
 import { ALL_STREAM, type Principal } from '../auth/index.js';
-import { matchesFilter, type EventFilter } from './filter.js';
+import { matchesFilter, type EventFilter } from '../store/index.js';
 import type { StreamVerbs } from './streams.js';
 
 // Catch-up subscriptions, for any door: read what is there page by page, then follow the store's

@@ -1,4 +1,4 @@
-import type { EventRecord } from '../store/index.js';
+import type { EventRecord } from './record.js';
 import { InvalidFilterError } from './errors.js';
 
 // Server-side filters of `$all` reads and subscriptions: on the stream name or the event type,
