@@ -19,10 +19,11 @@ import type { Transport } from './transport.js';
 //                           up to date)→ campaign → PreLeader (epoch record) → Leader
 //
 // A node only campaigns among a quorum of members that follow no one and have published where
-// their logs end; it must hold the most up-to-date log of them (last epoch's term, then log end,
-// then the higher priority, then the lower name), so every record a quorum acknowledged is on the new leader. A node that
-// stops leading (its lease or its key gone) and a follower that must drop an unreplicated tail
-// restart (ClusterHooks.restart): their services and caches start afresh from the log.
+// their logs end; it must hold the most up-to-date log of them (last epoch's term, then log end;
+// between logs as up to date, the higher priority, then the lower name), so every record a quorum
+// acknowledged is on the new leader. A node that stops leading (its lease or its key gone) and a
+// follower that must drop an unreplicated tail restart (ClusterHooks.restart): their services and
+// caches start afresh from the log.
 
 export interface ClusterAddresses {
   name: string;
