@@ -250,6 +250,10 @@ const GENERATORS: Record<string, Gen[]> = {
   'POST /admin/shutdown': [],
   'POST /admin/reloadconfig': [],
   'POST /admin/node/resign': [],
+  // A small signed integer is a priority the node takes (-1, +1): not malformed.
+  'POST /admin/node/priority/:priority': [(pick) => ({ method: 'POST', path: `/admin/node/priority/${pick([
+    ...BAD_NUMBERS.filter((n) => !/^[+-]?\d{1,9}$/.test(n)), '2147483648', '-2147483649', '--1', '+', oddName(pick),
+  ])}` })],
 
   'GET /': [],
   'GET /web': [],

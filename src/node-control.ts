@@ -10,7 +10,7 @@ import { setLogLevel } from './logger.js';
 import { VERSION } from './version.js';
 
 // The node's own controls, as the node and admin endpoints use them (NodeControl in
-// api/context.ts): its gossip and state, a resign, a shutdown request, and a configuration
+// api/context.ts): its gossip and state, a resign, its priority, a shutdown request, and a configuration
 // reload, which applies the log level and the certificates at once, or keeps the old ones if
 // anything in the new configuration does not load. Every other option waits for the next start.
 
@@ -39,6 +39,8 @@ export function createNodeControl(options: NodeControlOptions): NodeControl {
   let current = options.loaded;
   let certificates = options.certificates;
   let reloading = false;
+  // Not an option a reload applies: a runtime change would be lost to the file's value on every SIGHUP.
+  let priority = options.loaded.config.nodePriority;
 
   const reload = async (): Promise<ReloadOutcome> => {
     const { log } = options;
@@ -77,9 +79,13 @@ export function createNodeControl(options: NodeControlOptions): NodeControl {
     version: VERSION,
     stats: options.stats,
     currentConfig: () => current,
-    gossip: () => (cluster ? cluster.gossip() : singleNodeGossip(options.instanceId, current.config, options.port(), options.store)),
+    gossip: () => (cluster ? cluster.gossip() : singleNodeGossip(options.instanceId, current.config, options.port(), options.store, priority)),
     state: () => (cluster ? cluster.state : 'Leader'),
     resign: async () => (cluster ? cluster.resign() : false),
+    setPriority: async (next) => {
+      priority = next;
+      await cluster?.setPriority(next);
+    },
     requestShutdown: options.requestShutdown,
     reload,
   };
@@ -115,7 +121,7 @@ function applyReloadable(current: LoadedConfig, next: LoadedConfig): LoadedConfi
   return { config: config as Config, sources };
 }
 
-function singleNodeGossip(instanceId: string, config: Config, port: number, store: Store) {
+function singleNodeGossip(instanceId: string, config: Config, port: number, store: Store, priority: number) {
   const self = {
     instanceId, timeStamp: new Date().toISOString(), state: 'Leader', isAlive: true,
     internalTcpIp: config.httpIp, internalTcpPort: 0, internalSecureTcpPort: 0,
@@ -124,7 +130,7 @@ function singleNodeGossip(instanceId: string, config: Config, port: number, stor
     httpEndPointIp: config.httpIp, httpEndPointPort: port,
     lastCommitPosition: store.headPosition, writerCheckpoint: store.logEnd, chaserCheckpoint: store.logEnd,
     epochPosition: 0, epochNumber: 0, epochId: '00000000-0000-0000-0000-000000000000',
-    nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
+    nodePriority: priority, isReadOnlyReplica: false, esVersion: VERSION,
   };
   return { members: [self], serverIp: config.httpIp, serverPort: port };
 }

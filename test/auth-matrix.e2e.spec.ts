@@ -311,6 +311,8 @@ const MATRIX: Record<string, Case[]> = {
   'POST /admin/shutdown': one('shutdown', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/shutdown' }), { ownNode: true }),
   'POST /admin/reloadconfig': one('reload', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/reloadconfig' })),
   'POST /admin/node/resign': one('resign', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/node/resign' })),
+  // 0, the priority the node has, so that an accepted call changes nothing the other cases see.
+  'POST /admin/node/priority/:priority': one('set', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/node/priority/0' })),
 
   // The Admin UI (issue 16): its files are public, the data it shows comes through the routes above.
   'GET /': one('root', everyone(302), () => get('/', 'text/html')),
@@ -534,6 +536,7 @@ const GRPC_MATRIX: Record<string, GrpcCase[]> = {
   [`${OPERATIONS}/StopScavenge`]: sameAs('DELETE /admin/scavenge/:scavengeId', { 'none running': () => options(OPERATIONS, 'StopScavenge', { scavenge_id: randomUUID() }) }),
   [`${OPERATIONS}/MergeIndexes`]: sameAs('POST /admin/mergeindexes', { merge: () => grpc(OPERATIONS, 'MergeIndexes', {}) }),
   [`${OPERATIONS}/ResignNode`]: sameAs('POST /admin/node/resign', { resign: () => grpc(OPERATIONS, 'ResignNode', {}) }),
+  [`${OPERATIONS}/SetNodePriority`]: sameAs('POST /admin/node/priority/:priority', { set: () => grpc(OPERATIONS, 'SetNodePriority', { priority: 0 }) }),
   [`${OPERATIONS}/Shutdown`]: sameAs('POST /admin/shutdown', { shutdown: () => grpc(OPERATIONS, 'Shutdown', {}) }, { ownNode: true }),
   'event_store.client.gossip.Gossip/Read': sameAs('GET /gossip', { gossip: () => grpc('event_store.client.gossip.Gossip', 'Read', {}) }),
   'event_store.client.monitoring.Monitoring/Stats': sameAs('GET /stats', { stats: () => grpc('event_store.client.monitoring.Monitoring', 'Stats', { refresh_time_period_in_ms: '1000' }) }),

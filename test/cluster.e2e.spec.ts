@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, OPS } from './support/node.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ADMIN, eventually, OPS } from './support/node.js';
 import { gossip, startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
 
 // A three-node cluster on one etcd: election, gossip, writes through every node (the leader
-// answers; a follower forwards, or answers 307 when the client requires the leader), and reads
-// of acknowledged writes on every node.
+// answers; a follower forwards, or answers 307 when the client requires the leader), reads
+// of acknowledged writes on every node, and hand-overs (resign, node priority, shutdown).
 
 let cluster: TestCluster;
 let leader: ClusterMember;
 let followers: ClusterMember[];
+/** When a leader last resigned: it yields to equally up-to-date nodes for 5 s (RESIGN_ABSTAIN_SECONDS). */
+let resignedAt = 0;
 
 beforeAll(async () => {
   cluster = await startCluster(3);
@@ -123,6 +126,7 @@ describe('a three-node cluster', () => {
 
   it('a leader asked to resign gives up its term: another node leads, and it follows', async () => {
     const resigned = await fetch(`${leader.url}/admin/node/resign`, { method: 'POST', headers: { authorization: OPS } });
+    resignedAt = Date.now();
     expect(resigned.status).toBe(200);
     expect(await resigned.json()).toEqual({ resigned: true });
     const next = await cluster.ready();
@@ -131,6 +135,32 @@ describe('a three-node cluster', () => {
     const onFollower = await fetch(`${leader.url}/admin/node/resign`, { method: 'POST', headers: { authorization: OPS } });
     expect(await onFollower.json()).toEqual({ resigned: false });
     expect((await append(leader.url, `after-resign-${randomUUID()}`, [event()])).status).toBe(201);
+    leader = next;
+    followers = cluster.members.filter((m) => m !== leader);
+  });
+
+  it('a follower given a higher priority leads once the leader resigns, its log as up to date as the others\'', async () => {
+    // The follower the name tie-break passes over: only its priority can make it lead.
+    const chosen = [...followers].sort((a, b) => (a.name < b.name ? 1 : -1))[0];
+    const set = await fetch(`${chosen.url}/admin/node/priority/10`, { method: 'POST', headers: { authorization: OPS } });
+    expect([set.status, await set.text()]).toEqual([200, '']);
+    // Past the last resign's abstention, with every node seeing the priority and every log ending
+    // at the same place (no writes meanwhile): the up-to-date rule ties, and only the priority decides.
+    await sleep(Math.max(0, resignedAt + 6500 - Date.now()));
+    await eventually(async () => {
+      for (const m of cluster.members) {
+        const members = await gossip(m.url);
+        expect(members.find((g) => g.nodeName === chosen.name)?.nodePriority, m.name).toBe(10);
+        expect(new Set(members.map((g) => g.writerCheckpoint)).size, m.name).toBe(1);
+      }
+    }, 10_000);
+    // The priority started no election.
+    expect(await cluster.ready()).toBe(leader);
+    const resigned = await fetch(`${leader.url}/admin/node/resign`, { method: 'POST', headers: { authorization: OPS } });
+    resignedAt = Date.now();
+    expect(await resigned.json()).toEqual({ resigned: true });
+    const next = await cluster.ready();
+    expect(next.name).toBe(chosen.name);
     leader = next;
     followers = cluster.members.filter((m) => m !== leader);
   });

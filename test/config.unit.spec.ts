@@ -64,6 +64,14 @@ describe('configuration', () => {
     expect(() => loadConfig(['--config', yamlFile('HttpPort: [1, 2]\n')])).toThrow(/HttpPort/);
   });
 
+  it('takes a negative --node-priority as its value, within int32 only', () => {
+    expect(loadConfig([]).config.nodePriority).toBe(0);
+    expect(loadConfig(['--node-priority', '-5']).config.nodePriority).toBe(-5);
+    expect(loadConfig([], { SVC_NODE_PRIORITY: '2147483647' }).config.nodePriority).toBe(2147483647);
+    expect(() => loadConfig(['--node-priority', '2147483648'])).toThrow(/--node-priority.*integer from -2147483648 to 2147483647/);
+    expect(() => loadConfig(['--node-priority', '1.5'])).toThrow(/--node-priority/);
+  });
+
   it('reads a YAML section as the option its key and sub-key name: AutoScavenge: {Enabled: ...}', () => {
     const nested = loadConfig(['--config', yamlFile('AutoScavenge:\n  Enabled: false\nLicenseKey: abc.def\n')]);
     expect(nested.config).toMatchObject({ autoScavengeEnabled: false, licenseKey: 'abc.def' });

@@ -350,9 +350,22 @@ describe('operations', () => {
     }
   });
 
-  it('refuses an unknown method UNIMPLEMENTED rather than pretending: node priority is not served', async () => {
-    const r = await call(t.url, 'event_store.client.operations.Operations', 'SetNodePriority', [{ priority: 3 }], { authorization: ADMIN });
-    expect(r.status).toBe(12);
+  it('sets the node priority (gossip shows it); a plain user is refused and a malformed request is INVALID_ARGUMENT, neither changes it', async () => {
+    const priority = async () => ((await httpJson('/gossip')).members as { nodePriority: number }[])[0].nodePriority;
+    await unary(OperationsClient, 'setNodePriority', new operations.SetNodePriorityReq().setPriority(12));
+    expect(await priority()).toBe(12);
+    await unary(OperationsClient, 'setNodePriority', new operations.SetNodePriorityReq().setPriority(-2147483648));
+    expect(await priority()).toBe(-2147483648);
+    const login = await newUser(t, [], 'pw');
+    await expect(unary(OperationsClient, 'setNodePriority', new operations.SetNodePriorityReq().setPriority(5), basic(login, 'pw')))
+      .rejects.toBeInstanceOf(AccessDeniedError);
+    // Field 1's varint cut off: no int32 at all.
+    const malformed = await call(t.url, 'event_store.client.operations.Operations', 'SetNodePriority', [Buffer.from([0x08, 0xff])], { authorization: ADMIN });
+    expect(malformed.status).toBe(3);
+    expect(await priority()).toBe(-2147483648);
+    // proto3 sends a 0 priority as an empty message.
+    await unary(OperationsClient, 'setNodePriority', new operations.SetNodePriorityReq().setPriority(0));
+    expect(await priority()).toBe(0);
   });
 });
 

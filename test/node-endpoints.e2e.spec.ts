@@ -498,6 +498,45 @@ describe('admin commands', () => {
   });
 });
 
+describe('POST /admin/node/priority/{n}', () => {
+  let t: TestNode;
+  beforeEach(async () => { t = await startTestNode({ nodePriority: 7 }); });
+  afterEach(async () => { await t?.dispose(); });
+
+  const priority = async () => ((await (await http(t, '/gossip', { authorization: '', headers: { Accept: JSON_TYPE } })).json()).members[0].nodePriority);
+  const set = (value: string, authorization?: string) => http(t, `/admin/node/priority/${value}`, { method: 'POST', authorization });
+
+  it('$ops and $admins set it (200, no body) and gossip shows it; a restart starts again from --node-priority', async () => {
+    expect(await priority()).toBe(7);
+    for (const [auth, value] of [[OPS, -3], [ADMIN, 2147483647], [OPS, -2147483648], [ADMIN, 0]] as const) {
+      const res = await set(String(value), auth);
+      expect(res.status, String(value)).toBe(200);
+      expect(await res.text()).toBe('');
+      expect(await priority()).toBe(value);
+    }
+    expect((await set('+12')).status).toBe(200);
+    expect(await priority()).toBe(12);
+    await t.restart();
+    expect(await priority()).toBe(7);
+  });
+
+  it('a value that is no int32 is 400 with the reason; anonymous and plain users 401; neither changes it', async () => {
+    for (const value of ['abc', '1.5', '1e3', '0x10', '%201', '2147483648', '-2147483649', '99999999999999999999', 'NaN', '%EF%BC%91']) {
+      const res = await set(value);
+      expect(res.status, value).toBe(400);
+      expect(await res.text(), value).toMatch(/must be an integer from -2147483648 to 2147483647/);
+    }
+    const plain = unique('prio');
+    await createUser(t, plain, 'pw');
+    for (const auth of ['', basic(plain, 'pw')]) {
+      const res = await set('9', auth);
+      expect(res.status).toBe(401);
+      await res.arrayBuffer();
+    }
+    expect(await priority()).toBe(7);
+  });
+});
+
 describe('POST /admin/shutdown on a real process', () => {
   const dirs: string[] = [];
   const procs: NodeProcess[] = [];

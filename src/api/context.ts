@@ -30,6 +30,8 @@ export interface NodeControl {
   requestShutdown(): void;
   /** Gives up leadership if this node leads a cluster (another node takes over); whether it did. */
   resign(): Promise<boolean>;
+  /** This node's priority in leader elections from now until it restarts (republished to the cluster). */
+  setPriority(priority: number): Promise<void>;
   reload(): Promise<ReloadOutcome>;
 }
 

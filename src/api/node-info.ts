@@ -94,6 +94,14 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   app.post('/admin/node/resign', { onRequest: requireOps }, async (req, reply) =>
     sendJson(reply, 200, { resigned: await ctx.verbs.operations.resign(principalOf(req)) }));
 
+  // The established server's answer: 200 with no body. A value that is no decimal integer (`1.5`,
+  // `0x10`, ` 1`) reaches the verb as NaN, which refuses it with the range.
+  app.post('/admin/node/priority/:priority', { onRequest: requireOps }, async (req, reply) => {
+    const text = (req.params as { priority: string }).priority;
+    await ctx.verbs.operations.setNodePriority(principalOf(req), /^[+-]?\d+$/.test(text) ? Number(text) : NaN);
+    return reply.code(200).send();
+  });
+
   app.post('/admin/reloadconfig', { onRequest: requireOps }, async (_req, reply) => {
     const outcome = await node.reload();
     return sendJson(reply, 200, outcome);

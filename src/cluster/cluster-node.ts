@@ -19,10 +19,11 @@ import type { Transport } from './transport.js';
 //                           up to date)→ campaign → PreLeader (epoch record) → Leader
 //
 // A node only campaigns among a quorum of members that follow no one and have published where
-// their logs end; it must hold the most up-to-date log of them (last epoch's term, then log end,
-// then the lower name), so every record a quorum acknowledged is on the new leader. A node that
-// stops leading (its lease or its key gone) and a follower that must drop an unreplicated tail
-// restart (ClusterHooks.restart): their services and caches start afresh from the log.
+// their logs end; it must hold the most up-to-date log of them (last epoch's term, then log end;
+// between logs as up to date, the higher priority, then the lower name), so every record a quorum
+// acknowledged is on the new leader. A node that stops leading (its lease or its key gone) and a
+// follower that must drop an unreplicated tail restart (ClusterHooks.restart): their services and
+// caches start afresh from the log.
 
 export interface ClusterAddresses {
   name: string;
@@ -53,6 +54,8 @@ export interface ClusterSettings {
   intIp: string;
   /** Connections between nodes are replaced after this long (certificate reloads take effect). */
   connectionLifetimeMs: number;
+  /** This node's priority at start (--node-priority). */
+  priority: number;
 }
 
 export interface ClusterNodeOptions {
@@ -75,6 +78,7 @@ const PUBLISH_MS = 1000;
 export class ClusterNode {
   state: MemberState = 'Initializing';
   private term = 0;
+  private priority: number;
   private readonly server: ReplicationServer;
   private leading: LeaderReplication | undefined;
   private following: FollowerReplication | undefined;
@@ -103,6 +107,7 @@ export class ClusterNode {
     this.settings = settings;
     this.instanceId = instanceId;
     this.transport = transport;
+    this.priority = settings.priority;
     this.log = childLogger(log, 'cluster');
     this.server = new ReplicationServer(transport, this.log);
     store.setReplicationGate(this.followerGate);
@@ -312,6 +317,17 @@ export class ClusterNode {
     return true;
   }
 
+  /**
+   * POST /admin/node/priority: used from the next election on (it starts none, as in the
+   * established server). Published at once, so that the others weigh it if the leader goes now.
+   */
+  async setPriority(priority: number): Promise<void> {
+    this.priority = priority;
+    this.log.info({ priority }, 'node priority set');
+    // Before join() the first tick publishes it.
+    if (this.timer) await this.publish();
+  }
+
   private stepDown(reason: string): void {
     if (this.leading) {
       this.leading.end(new ReplicationLostError(`this node stopped leading: ${reason}`));
@@ -351,7 +367,7 @@ export class ClusterNode {
     return {
       name: this.self.name, instanceId: this.instanceId, state: this.state, httpUrl: this.self.httpUrl,
       intHost: this.self.intHost, intPort: this.self.intPort, epochTerm: epoch.term, epochPosition: epoch.position,
-      logEnd: this.store.logEnd, term: this.term, timeStamp: new Date().toISOString(),
+      logEnd: this.store.logEnd, term: this.term, priority: this.priority, timeStamp: new Date().toISOString(),
     };
   }
 
@@ -389,12 +405,15 @@ export class ClusterNode {
 
 /**
  * Raft's up-to-date rule on epochs: a later last term wins, then a longer log; between logs as up
- * to date, one that did not just resign, then the lower name (a stable tie-break). A node that
- * resigned still wins with a strictly more up-to-date log: no acknowledged write is given up.
+ * to date, one that did not just resign, then the higher priority, then the lower name (a stable
+ * tie-break). Neither a resign nor a priority outweighs a more up-to-date log: no acknowledged
+ * write is given up. A resign goes before the priority, or a leader of the highest priority could
+ * never hand over.
  */
-function preferred(a: MemberRecord, b: MemberRecord, resigned: ReadonlySet<string>): boolean {
+export function preferred(a: MemberRecord, b: MemberRecord, resigned: ReadonlySet<string>): boolean {
   if (a.epochTerm !== b.epochTerm) return a.epochTerm > b.epochTerm;
   if (a.logEnd !== b.logEnd) return a.logEnd > b.logEnd;
   if (resigned.has(a.name) !== resigned.has(b.name)) return !resigned.has(a.name);
+  if (a.priority !== b.priority) return a.priority > b.priority;
   return a.name < b.name;
 }

@@ -30,6 +30,8 @@ export interface Cluster {
   readonly clusterSize: number;
   /** A leader gives up its term (another node leads); false on a follower. */
   resign(): Promise<boolean>;
+  /** This node's priority in the next election (republished at once). */
+  setPriority(priority: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -49,6 +51,7 @@ export function startCluster({ store, config, instanceId, log, certificates }: S
   const settings = {
     clusterSize: config.clusterSize, endpoints: config.etcdEndpoints.split(',').map((e) => e.trim()).filter(Boolean),
     clusterName: config.clusterName, leaseTtlSeconds: config.leaseTtl, intIp: config.intIp, connectionLifetimeMs,
+    priority: config.nodePriority,
   };
   const node = new ClusterNode({ store, settings, instanceId, transport: tls ?? plainTransport, log });
   const httpHost = config.advertiseHttpIp ?? config.httpIp;
@@ -73,6 +76,7 @@ export function startCluster({ store, config, instanceId, log, certificates }: S
     }),
     reloadCertificates: (loaded, reservedName) => tls?.reload(loaded, reservedName),
     resign: () => node.resign(),
+    setPriority: (priority) => node.setPriority(priority),
     append: (stream, expected, events) => node.append(stream, expected, events),
     memberRequest: (name, request, timeoutMs) => node.memberRequest(name, request, timeoutMs),
     clusterSize: config.clusterSize,
@@ -94,7 +98,7 @@ function gossipOf(node: ClusterNode, serverIp: string, config: Config): Record<s
       internalHttpEndPointIp: httpIp, internalHttpEndPointPort: httpPort, httpEndPointIp: httpIp, httpEndPointPort: httpPort,
       lastCommitPosition: record.logEnd, writerCheckpoint: record.logEnd, chaserCheckpoint: record.logEnd,
       epochPosition: record.epochPosition, epochNumber: record.epochTerm, epochId: `term-${record.epochTerm}`,
-      nodePriority: 0, isReadOnlyReplica: false, esVersion: VERSION,
+      nodePriority: record.priority, isReadOnlyReplica: false, esVersion: VERSION,
     };
   });
   const self = members[0];

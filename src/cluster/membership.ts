@@ -32,6 +32,8 @@ export interface MemberRecord {
   logEnd: number;
   /** The leader's term it follows or leads (0: none). */
   term: number;
+  /** Between logs as up to date, the higher leads (0 in a record from a node of a version before priorities). */
+  priority: number;
   timeStamp: string;
 }
 
@@ -147,8 +149,8 @@ export class EtcdMembership {
       const value = parseRecord(kv.value.toString('utf8'));
       if (!value) continue;
       if (key === this.leaderKey) leader = { ...(value as unknown as LeaderRecord), term: Number(kv.create_revision) };
-      else if (key.startsWith(`${this.prefix}members/`)) members.set(String(value.name), value as unknown as MemberRecord);
-      else if (key.startsWith(`${this.prefix}known/`)) known.set(String(value.name), value as unknown as MemberRecord);
+      else if (key.startsWith(`${this.prefix}members/`)) members.set(String(value.name), memberOf(value));
+      else if (key.startsWith(`${this.prefix}known/`)) known.set(String(value.name), memberOf(value));
     }
     return { members, known, resigned, leader };
   }
@@ -182,6 +184,11 @@ export class EtcdMembership {
     }
     this.client.close();
   }
+}
+
+/** A member record as published; one from a node of an older version has no priority, which counts as 0. */
+export function memberOf(value: Record<string, unknown>): MemberRecord {
+  return { ...(value as unknown as MemberRecord), priority: typeof value.priority === 'number' ? value.priority : 0 };
 }
 
 function parseRecord(text: string): Record<string, unknown> | undefined {

@@ -102,6 +102,10 @@ export const OPTIONS = {
     kind: 'int', group: 'Cluster', default: 2, min: 2, max: 60,
     help: 'Seconds of this node\'s etcd lease: a leader that cannot renew it within this time stops acknowledging writes, and another node takes over (failover takes about this long).',
   },
+  nodePriority: {
+    kind: 'int', group: 'Cluster', default: 0, min: -2_147_483_648, max: 2_147_483_647,
+    help: 'This node\'s priority in leader elections (cluster size > 1): among nodes whose logs are equally up to date, the higher priority leads. It takes effect at the next election (it never starts one); POST /admin/node/priority/{n} changes it until the node restarts.',
+  },
   clusterConnectionLifetime: {
     kind: 'int', group: 'Cluster', default: 600, min: 1, max: 86_400,
     help: 'Seconds a connection between nodes (replication, forwarded requests) lives before it is replaced by a new one: a certificate reloaded by SIGHUP or POST /admin/reloadconfig takes effect between nodes within this time.',

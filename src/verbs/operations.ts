@@ -5,7 +5,7 @@ import { demand } from './rights.js';
 
 // The node's operations, whichever door asks (the HTTP admin routes, gRPC's Operations,
 // Gossip and Monitoring services): scavenge start and stop, merge indexes, shutdown, resign,
-// the statistics and the cluster's members. Operations take $ops (admins too); statistics any
+// the node's priority, the statistics and the cluster's members. Operations take $ops (admins too); statistics any
 // authenticated user; the members anyone (clients discover the cluster before they log in).
 // A scavenge request is checked here by SCAVENGE_RULES, which the HTTP query schema is also
 // built from; what this node cannot do as asked is refused with the reason, never taken and ignored.
@@ -31,6 +31,12 @@ export const SCAVENGE_RULES = {
   startFromChunk: {
     minimum: 0, message: 'startFromChunk must be a positive integer',
   },
+} as const;
+
+/** A node priority is an int32 on both doors (the gRPC field's type): what does not fit is refused, not wrapped. */
+export const NODE_PRIORITY_RULE = {
+  minimum: -2_147_483_648, maximum: 2_147_483_647,
+  message: 'The node priority must be an integer from -2147483648 to 2147483647.',
 } as const;
 
 /** A member of the cluster as clients discover it (a single node is its own only member, Leader). */
@@ -62,6 +68,8 @@ export interface NodeOperations {
   gossip(): Record<string, unknown>;
   requestShutdown(): void;
   resign(): Promise<boolean>;
+  /** Takes effect at the next election; lasts until the node restarts. */
+  setPriority(priority: number): Promise<void>;
 }
 
 export class OperationVerbs {
@@ -99,6 +107,14 @@ export class OperationVerbs {
   resign(who: Principal): Promise<boolean> {
     demand(who, 'ops', 'node');
     return this.node.resign();
+  }
+
+  /** This node's priority in the next leader election (the higher leads among equally up-to-date logs). */
+  async setNodePriority(who: Principal, priority: number): Promise<void> {
+    demand(who, 'ops', 'node');
+    const { minimum, maximum, message } = NODE_PRIORITY_RULE;
+    if (!Number.isInteger(priority) || priority < minimum || priority > maximum) throw new InvalidRequestError(message);
+    await this.node.setPriority(priority);
   }
 
   /** The node's statistics, grouped as GET /stats shows them. */

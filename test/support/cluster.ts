@@ -95,6 +95,7 @@ export interface GossipMember {
   isAlive: boolean;
   httpEndPointPort: number;
   writerCheckpoint: number;
+  nodePriority: number;
 }
 
 export async function gossip(url: string): Promise<GossipMember[]> {

@@ -7,13 +7,10 @@ import type { ServiceDoor } from './door.js';
 import { optionsOf, ticksSinceEpoch } from './messages.js';
 import type { CallContext, GrpcServer } from './server.js';
 
-// The node's own services: Operations (scavenge start and stop, merge indexes, shutdown, resign),
-// Gossip.Read (the members clients discover the leader by) and Monitoring.Stats (the node's
-// statistics, streamed). Each node answers for itself, as its HTTP admin, /gossip and /stats
-// routes do, through the same verbs (src/verbs/operations.ts).
-//
-// Not served (so not advertised): SetNodePriority (leadership is an etcd election here, in which
-// a priority has no part).
+// The node's own services: Operations (scavenge start and stop, merge indexes, shutdown, resign,
+// node priority), Gossip.Read (the members clients discover the leader by) and Monitoring.Stats
+// (the node's statistics, streamed). Each node answers for itself, as its HTTP admin, /gossip and
+// /stats routes do, through the same verbs (src/verbs/operations.ts).
 
 type Message = Record<string, unknown>;
 
@@ -38,8 +35,8 @@ const MIN_STATS_PERIOD_MS = 100;
 export function registerOperations(server: GrpcServer, door: ServiceDoor): void {
   const verbs = door.verbs.operations;
   const caller = (call: CallContext) => door.callerOf(call, 'anyNode');
-  const empty = (name: string, run: (call: CallContext) => Promise<unknown>) =>
-    server.add(methodOf(OPERATIONS, name), { kind: 'unary', handle: async (_request, call) => { await run(call); return {}; } });
+  const empty = (name: string, run: (call: CallContext, request: Message) => Promise<unknown>) =>
+    server.add(methodOf(OPERATIONS, name), { kind: 'unary', handle: async (request, call) => { await run(call, request as Message); return {}; } });
 
   server.add(methodOf(OPERATIONS, 'StartScavenge'), {
     kind: 'unary',
@@ -68,6 +65,8 @@ export function registerOperations(server: GrpcServer, door: ServiceDoor): void 
   });
   empty('MergeIndexes', async (call) => verbs.mergeIndexes(await caller(call)));
   empty('ResignNode', async (call) => verbs.resign(await caller(call)));
+  // proto3 leaves a 0 priority out of the message.
+  empty('SetNodePriority', async (call, request) => verbs.setNodePriority(await caller(call), Number(request.priority ?? 0)));
   // The node shuts down once this call's answer is out (its signal aborts when the call ends).
   empty('Shutdown', async (call) => call.signal.addEventListener('abort', verbs.shutdown(await caller(call)), { once: true }));
   // The groups run on the leader (as PersistentSubscriptions.RestartSubsystem, the same verb).
