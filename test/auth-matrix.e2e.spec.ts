@@ -306,8 +306,9 @@ const MATRIX: Record<string, Case[]> = {
   'GET /stats': one('stats', authenticated(200), () => get('/stats')),
   'GET /stats/*': one('a subtree', authenticated(200), () => get('/stats/proc')),
   'GET /gossip': one('gossip', everyone(200), () => get('/gossip')),
-  // A single node takes gossip from no one, whoever sends it (not an authorization refusal).
-  'POST /gossip': one('gossip', everyone(403), () => jsonPost('/gossip', { members: [] })),
+  // Gossip comes only from the node's own kind ($ops/$admins here); a single node then refuses it
+  // as a node that takes gossip from no one (403), not as an authorization refusal.
+  'POST /gossip': one('gossip', opsOrAdmin(403), () => jsonPost('/gossip', { members: [] })),
   'POST /admin/shutdown': one('shutdown', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/shutdown' }), { ownNode: true }),
   'POST /admin/reloadconfig': one('reload', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/reloadconfig' })),
   'POST /admin/node/resign': one('resign', opsOrAdmin(200), () => ({ method: 'POST', path: '/admin/node/resign' })),

@@ -60,8 +60,11 @@ describe('a three-node cluster', () => {
       const info = (await (await fetch(`${m.url}/info`)).json()) as { state: string };
       expect(info.state).toBe(m === leader ? 'leader' : 'follower');
     }
-    // Members learn of each other through etcd: gossip posted by a stranger is refused.
-    const posted = await fetch(`${leader.url}/gossip`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"members":[]}' });
+    // Members learn of each other through etcd: gossip posted by a stranger is refused (401),
+    // and by an admin too, with the reason (403).
+    const stranger = await fetch(`${leader.url}/gossip`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"members":[]}' });
+    expect(stranger.status).toBe(401);
+    const posted = await fetch(`${leader.url}/gossip`, { method: 'POST', headers: { authorization: ADMIN, 'content-type': 'application/json' }, body: '{"members":[]}' });
     expect(posted.status).toBe(403);
     expect(await posted.text()).toMatch(/through etcd/);
   });

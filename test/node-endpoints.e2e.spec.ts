@@ -8,7 +8,7 @@ import { spawnNode, type NodeProcess } from './support/process.js';
 
 // End-to-end tests of the node endpoints (issue 3; http-wire.md §6; seed spec "Statistics",
 // "Admin and node"): /info, /info/options, /ping, /stats (JSON and XML, root key svc, real
-// measurements that move under load), /gossip (GET; POST refused on a single node), and
+// measurements that move under load), /gossip (GET; POST 401 unless $ops/$admins, then refused on a single node), and
 // POST /admin/shutdown (200, clean exit 0, acknowledged writes durable).
 // The process tests run dist/src/main.js: build first with `npx tsc -p tsconfig.json`.
 
@@ -430,7 +430,9 @@ describe('GET and POST /gossip', () => {
     expect(JSON.stringify(new XMLParser().parse(await xml.text()))).toContain('Leader');
   });
 
-  it('POST /gossip is refused with 403 and a message, anonymous or admin, valid or not; GET /gossip still lists this node alone', async () => {
+  it('POST /gossip: 401 unless $ops or $admins, who get 403 and a message, valid body or not; GET /gossip still lists this node alone', async () => {
+    const plain = unique('gossiper');
+    await createUser(t, plain, 'pw');
     const self = (await gossip()).members[0];
     const bodies = [
       JSON.stringify({ members: [self, peer()] }),
@@ -438,11 +440,15 @@ describe('GET and POST /gossip', () => {
       JSON.stringify({ members: Array.from({ length: 500 }, () => peer()) }),
       '{"members": [',
     ];
-    for (const authorization of ['', ADMIN]) {
+    const callers = [['anonymous', '', 401], ['wrong password', basic(plain, 'nope'), 401], ['plain user', basic(plain, 'pw'), 401],
+      ['ops', OPS, 403], ['admin', ADMIN, 403]] as const;
+    for (const [who, authorization, status] of callers) {
       for (const body of bodies) {
         const res = await http(t, '/gossip', { method: 'POST', authorization, headers: { 'Content-Type': JSON_TYPE }, body });
-        expect(res.status).toBe(403);
-        expect(await res.text()).toMatch(/takes gossip from no node/);
+        expect(res.status, who).toBe(status);
+        const text = await res.text();
+        if (status === 403) expect(text).toMatch(/takes gossip from no node/);
+        else expect(text, who).not.toMatch(/gossip/);
       }
     }
     const g = await gossip();

@@ -564,10 +564,10 @@ describe('query and config', () => {
       name, query, emitEnabled: true, trackEmittedStreams: true, checkpointsEnabled: true,
       outputConfig: { resultStreamName: `$projections-${name}-result` },
     });
-    expect(doc.definition).toMatchObject({ allStreams: true, byStream: true, events: [type] });
+    expect(doc.definition).toMatchObject({ allStreams: true, byStreams: true, events: [type] });
     expect(doc.definition).not.toHaveProperty('allEvents');
-    // options: only what options() set (nothing here); the effective result stream is in outputConfig.
-    expect(doc.definition.options).toEqual({ resultStreamName: null });
+    // options: what the query's calls declared (no result stream named); the effective one is in outputConfig.
+    expect(doc.definition.options).toEqual({ resultStreamName: null, definesFold: true, producesResults: true });
     const viaTrue = await http(t, `${p(name)}/query?config=true`);
     expect(viaTrue.status).toBe(200);
     expect(await viaTrue.json()).toEqual(doc);
@@ -641,17 +641,19 @@ describe('query and config', () => {
     expect(doc).toMatchObject({ emitEnabled: true, trackEmittedStreams: true });
   });
 
-  it("GET query?config=yes: definition.options holds exactly what the query's options() set; outputTo is not an option", async () => {
+  it('GET query?config=yes: definition.options names the result stream options() or outputTo() set, as outputConfig does', async () => {
     const set = uniq('opts');
     await createOk('continuous', set, `options({ resultStreamName: '${set}-out', $includeLinks: true, biState: true, processingLag: 0 });
       fromAll().when({ $init: function () { return {}; } }).outputState()`);
     const withOptions = await (await http(t, `${p(set)}/query?config=yes`)).json();
-    expect(withOptions.definition.options).toEqual({ resultStreamName: `${set}-out`, $includeLinks: true, biState: true, processingLag: 0 });
+    expect(withOptions.definition.options).toEqual({
+      resultStreamName: `${set}-out`, $includeLinks: true, biState: true, definesFold: true, producesResults: true,
+    });
     expect(withOptions.outputConfig).toEqual({ resultStreamName: `${set}-out` });
     const routed = uniq('opts');
     await createOk('continuous', routed, `fromAll().when({ $init: function () { return {}; } }).outputState().outputTo('${routed}-out')`);
     const viaOutputTo = await (await http(t, `${p(routed)}/query?config=yes`)).json();
-    expect(viaOutputTo.definition.options).toEqual({ resultStreamName: null });
+    expect(viaOutputTo.definition.options).toEqual({ resultStreamName: `${routed}-out`, definesFold: true, producesResults: true });
     expect(viaOutputTo.outputConfig).toEqual({ resultStreamName: `${routed}-out` });
   });
 

@@ -80,7 +80,10 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
 
   // A single node hears gossip from no one, and cluster members learn of each other through etcd:
   // what a stranger posts must never be advertised to clients that discover the cluster through GET /gossip.
-  app.post('/gossip', async () => {
+  // Who may post is asked first, as at every node command (a refused caller gets 401, never 403): the
+  // established server takes gossip only from its cluster's own nodes, which no HTTP caller is here,
+  // so $ops and $admins stand for them and alone hear why their gossip is not taken.
+  app.post('/gossip', { onRequest: requireOps }, async () => {
     throw ctx.config.clusterSize === 1 ? new ApiError('GOSSIP_REFUSED')
       : new ApiError('GOSSIP_REFUSED', 'Cluster members learn of each other through etcd: this node takes gossip from no node.');
   });

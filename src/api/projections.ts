@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/index.js';
-import { DEFAULT_CONFIG, parseReadEventsRequest, readEvents, type Projection, type ProjectionConfig, type ProjectionMode } from '../projections/index.js';
+import {
+  DEFAULT_CONFIG, parseReadEventsRequest, readEvents, type Projection, type ProjectionConfig, type ProjectionMode, type SourceDefinition,
+} from '../projections/index.js';
 import { createRight, type ProjectionFigures, type ProjectionListing } from '../verbs/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
@@ -125,25 +127,41 @@ function configFrom(doc: Record<string, unknown>, current: ProjectionConfig): Pr
   return config;
 }
 
-function queryConfig(p: Projection): Record<string, unknown> {
-  const d = p.definition;
+/**
+ * A query's definition as the established servers report it (projections.md §3-4): its sources at
+ * the top, and under `options` what its own calls declared (when, foreachStream, partitionBy,
+ * outputState/transformBy/filterBy, a $deleted or $initShared handler, options(), outputTo). False,
+ * 0 and null are left out (http-wire.md §8.3), except resultStreamName: null says the query names
+ * none (outputConfig holds the stream in effect).
+ */
+function definitionOf(d: SourceDefinition): Record<string, unknown> {
   const definition: Record<string, unknown> = {};
-  if (d) {
-    if (d.allStreams) definition.allStreams = true;
-    if (d.allEvents || d.handlerOrder.length === 0) definition.allEvents = true;
-    if (d.byStream) definition.byStream = true;
-    if (d.byCustomPartitions) definition.byCustomPartitions = true;
-    if (d.categories.length) definition.categories = d.categories;
-    if (d.events.length) definition.events = d.events;
-    if (d.streams.length) definition.streams = d.streams;
-    // Only what the query's options() set; the effective result stream is in outputConfig.
-    definition.options = { resultStreamName: null, ...(d.optionsSet ?? {}) };
-  }
+  if (d.allStreams) definition.allStreams = true;
+  if (d.allEvents || d.handlerOrder.length === 0) definition.allEvents = true;
+  if (d.byStream) definition.byStreams = true;
+  if (d.byCustomPartitions) definition.byCustomPartitions = true;
+  if (d.categories.length) definition.categories = d.categories;
+  if (d.events.length) definition.events = d.events;
+  if (d.streams.length) definition.streams = d.streams;
+  const options: Record<string, unknown> = { resultStreamName: d.resultStreamName };
+  if (d.partitionResultStreamNamePattern !== null) options.partitionResultStreamNamePattern = d.partitionResultStreamNamePattern;
+  const flags: Array<[string, boolean]> = [
+    ['definesFold', d.definesFold], ['producesResults', d.producesResults], ['definesStateTransform', d.definesStateTransform],
+    ['handlesDeletedNotifications', d.handlesDeletedNotifications], ['biState', d.biState],
+    ['$includeLinks', d.includeLinks], ['reorderEvents', d.reorderEvents],
+  ];
+  for (const [name, set] of flags) if (set) options[name] = true;
+  if (d.processingLag) options.processingLag = d.processingLag;
+  definition.options = options;
+  return definition;
+}
+
+function queryConfig(p: Projection): Record<string, unknown> {
   const out: Record<string, unknown> = { name: p.name, query: p.persisted.query, type: 'JS' };
   if (p.persisted.config.emitEnabled) out.emitEnabled = true;
   if (p.persisted.config.trackEmittedStreams) out.trackEmittedStreams = true;
   if (p.checkpoints) out.checkpointsEnabled = true;
-  out.definition = definition;
+  out.definition = p.definition ? definitionOf(p.definition) : {};
   out.outputConfig = { resultStreamName: p.resultStreamName };
   return out;
 }

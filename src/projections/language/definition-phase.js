@@ -112,14 +112,10 @@ function fromCategories() {
   for (const c of names(arguments, 'categories')) definition.streams.push('$ce-' + c);
   return allChain();
 }
-/**
- * Option keys (lower case) with the definition field each sets, the type its value must have, and
- * the option's own name. @type {Record<string, [string, string, string]>}
- */
+/** Option keys (lower case) with the definition field each sets and the type its value must have. @type {Record<string, [string, string]>} */
 const OPTION_TYPES = {
-  resultstreamname: ['resultStreamName', 'string', 'resultStreamName'], $includelinks: ['includeLinks', 'boolean', '$includeLinks'],
-  reorderevents: ['reorderEvents', 'boolean', 'reorderEvents'], processinglag: ['processingLag', 'number', 'processingLag'],
-  bistate: ['biState', 'boolean', 'biState'],
+  resultstreamname: ['resultStreamName', 'string'], $includelinks: ['includeLinks', 'boolean'],
+  reorderevents: ['reorderEvents', 'boolean'], processinglag: ['processingLag', 'number'], bistate: ['biState', 'boolean'],
 };
 const definitionFields = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (definition));
 /** @param {Record<string, unknown>} o */
@@ -131,7 +127,6 @@ function options(o) {
     if (typeof o[key] !== known[1]) fail('Invalid value');
     if (known[0] === 'biState' && o[key] && definition.handlesDeletedNotifications) fail('Cannot handle deletes in bi-state projections');
     definitionFields[known[0]] = o[key];
-    definition.optionsSet[known[2]] = o[key];
   }
 }
 /**

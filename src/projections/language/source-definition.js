@@ -25,7 +25,6 @@
  * @property {string | null} partitionResultStreamNamePattern
  * @property {boolean} anyHandler
  * @property {string[]} handlerOrder Handler keys in property order ($any and event types), which decides what is delivered.
- * @property {Record<string, unknown>} optionsSet What the query's options() set, under the option's own name (for GET query?config=yes).
  */
 
 /** @returns {SourceDefinition} a definition that declares nothing yet */
@@ -35,6 +34,6 @@ export function blankDefinition() {
     byStream: false, byCustomPartitions: false, definesFold: false, producesResults: false,
     definesStateTransform: false, handlesDeletedNotifications: false, biState: false,
     includeLinks: false, reorderEvents: false, processingLag: 0, resultStreamName: null,
-    partitionResultStreamNamePattern: null, anyHandler: false, handlerOrder: [], optionsSet: {},
+    partitionResultStreamNamePattern: null, anyHandler: false, handlerOrder: [],
   };
 }

@@ -39,7 +39,7 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
 
   const loadCatalogs = async (c: QueryConfig | undefined) => {
     if (!c) return;
-    if (c.definition.byStream || c.definition.byCustomPartitions) {
+    if (c.definition.byStreams || c.definition.byCustomPartitions) {
       setPartitions(await readTextStream(`$projections-${name}-partitions`).catch((err) => ({ items: [], more: false, refused: String(err) })));
     }
     if (c.trackEmittedStreams) {
@@ -107,7 +107,7 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
 
       <Commands name={name} stats={stats} allowed={mayCommand} config={config} onDone={() => { void refresh(); loadConfig().catch(setLoadError); }} />
 
-      <StateAndResult name={name} tick={tick} partitioned={!!(config?.definition.byStream || config?.definition.byCustomPartitions)} partitions={partitions} />
+      <StateAndResult name={name} tick={tick} partitioned={!!(config?.definition.byStreams || config?.definition.byCustomPartitions)} partitions={partitions} />
 
       <QuerySection name={name} mode={stats.mode} config={config} allowed={mayCommand} onSaved={() => { void refresh(); loadConfig().then(loadCatalogs).catch(setLoadError); }} />
 
@@ -295,7 +295,7 @@ function EmittedStreams({ name, stats, config, emitted, onRefresh }: {
   name: string; stats: ProjectionStats; config?: QueryConfig; emitted?: TextStream; onRefresh: () => void;
 }) {
   const resultStream = stats.resultStreamUrl ? config?.outputConfig.resultStreamName : undefined;
-  const partitioned = !!(config?.definition.byStream || config?.definition.byCustomPartitions);
+  const partitioned = !!(config?.definition.byStreams || config?.definition.byCustomPartitions);
   const own = [
     ...(config?.checkpointsEnabled ? [`$projections-${name}-checkpoint`] : []),
     ...(partitioned ? [`$projections-${name}-partitions`] : []),

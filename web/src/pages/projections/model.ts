@@ -34,7 +34,7 @@ export interface QueryConfig {
   emitEnabled?: boolean;
   trackEmittedStreams?: boolean;
   checkpointsEnabled?: boolean;
-  definition: { byStream?: boolean; byCustomPartitions?: boolean; [k: string]: unknown };
+  definition: { byStreams?: boolean; byCustomPartitions?: boolean; [k: string]: unknown };
   outputConfig: { resultStreamName: string };
 }
 
