@@ -219,16 +219,14 @@ export class CommitPipeline {
     const gate = this.gate;
     let writeMs = 0;
     if (batch.ops.length > 0) {
-      // A cluster leader syncs every batch of its own: a quorum counts only durable copies.
-      const sync = batch.sync || (batch.origin === 'client' && gate !== undefined);
+      const sync = synced(batch, gate);
       const started = performance.now();
       try {
         if (sync) this.deps.rocks.writeDurable(batch.ops);
         else this.deps.rocks.writeUnsynced(batch.ops);
         this.unsynced = !sync; // a synced write makes everything before it durable
       } catch (err) {
-        if (err instanceof OutOfSpaceError) this.outOfSpace(err, batch.taken.length);
-        this.abandon(batch.taken, err as Error);
+        this.refused(batch, err as Error);
         return;
       }
       writeMs = performance.now() - started;
@@ -238,6 +236,12 @@ export class CommitPipeline {
     this.release(batch, gate);
     if (batch.ops.length > 0) this.deps.space.written();
     this.afterFlush();
+  }
+
+  /** RocksDB refused the batch: its callers fail, and a full disk starts (or goes on with) an out-of-space episode. */
+  private refused(batch: Batch, err: Error): void {
+    if (err instanceof OutOfSpaceError) this.outOfSpace(err, batch.taken.length);
+    this.abandon(batch.taken, err);
   }
 
   /** A batch was refused for space: the episode starts (or goes on), and an idle writer probes until it ends. */
@@ -284,15 +288,14 @@ export class CommitPipeline {
     const gate = this.gate;
     let writeMs = 0;
     if (batch.ops.length > 0) {
-      const sync = batch.sync || (batch.origin === 'client' && gate !== undefined);
+      const sync = synced(batch, gate);
       const started = performance.now();
       try {
         await this.deps.writeThread.write(batch.ops, sync, new LoopSlices());
         this.unsynced = !sync;
       } catch (err) {
         this.largeUnderWay = false;
-        if (err instanceof OutOfSpaceError) this.outOfSpace(err, batch.taken.length);
-        this.abandon(batch.taken, err as Error);
+        this.refused(batch, err as Error);
         return;
       }
       writeMs = performance.now() - started;
@@ -425,4 +428,9 @@ export class CommitPipeline {
     for (const p of others) this.queue.push(p);
     for (const p of deferred) this.queue.push(p);
   }
+}
+
+/** A cluster leader syncs every batch of its own: a quorum counts only durable copies. */
+function synced(batch: Batch, gate: ReplicationGate | undefined): boolean {
+  return batch.sync || (batch.origin === 'client' && gate !== undefined);
 }
