@@ -212,6 +212,8 @@ describe('projection statistics move with the work', () => {
       seen.writing ||= /^Writing \(\d+\)$/.test(st.checkpointStatus);
       expect(st.writesInProgress).toBeLessThanOrEqual(1); // one checkpoint write in flight at a time, whatever maxAllowedWritesInFlight
       if (st.eventsProcessedAfterRestart === 10_000) break;
+      // A fault would leave the loop waiting until the test's timeout: say it at once, with its reason.
+      expect(st.status, st.stateReason).not.toMatch(/Faulted/);
       await sleep(2);
     }
     busy = false;
