@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KurrentDBClient, jsonEvent, NO_STREAM } from '@kurrent/kurrentdb-client';
-import { append, eventually, http, newEvent, newUser, basic, startTestNode, uniq, type TestNode } from './support/node.js';
+import { append, eventually, http, newEvent, newUser, basic, softDeletedStream, startTestNode, uniq, type TestNode } from './support/node.js';
 import { parseExposition, valueOf, type MetricFamily } from './support/prometheus.js';
 
 // GET /metrics (issue 34, item 4): the Prometheus text exposition, read by a strict reader of the
@@ -52,7 +53,9 @@ describe('the exposition', () => {
     const m = await scrape();
     for (const f of m.values()) {
       expect(f.name).toMatch(/^(svc|process|nodejs)_[a-z0-9_]+$/);
+      // _total marks a counter, and (ours; prom-client's nodejs_active_resources_total is a gauge) only a counter.
       if (f.type === 'counter') expect(f.name).toMatch(/_total$/);
+      else if (f.name.startsWith('svc_')) expect(f.name).not.toMatch(/_(total|count|sum|bucket)$/);
       expect(f.help.length).toBeGreaterThan(0);
     }
     expect(valueOf(m, 'process_resident_memory_bytes')).toBeGreaterThan(0);
@@ -65,7 +68,19 @@ describe('the exposition', () => {
     expect(valueOf(m, 'svc_scavenge_running')).toBe(0);
     // Not measured, not shown: no scavenge runs, and a single node follows no leader.
     expect(m.get('svc_scavenge_chunks_done')!.series).toHaveLength(0);
+    expect(m.get('svc_scavenge_chunks_in_phase')!.series).toHaveLength(0);
     expect(m.get('svc_replication_lag_bytes')!.series).toHaveLength(0);
+  });
+
+  it('is what docs/operations.md documents, and has every metric the Grafana dashboard asks for', async () => {
+    const served = [...(await scrape()).keys()];
+    const table = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('| `svc_'));
+    const documented = table.flatMap((l) => [...l.split('|')[1].matchAll(/`(svc_[a-z0-9_]+)`/g)].map((m) => m[1]));
+    expect(documented.sort()).toEqual(served.filter((n) => n.startsWith('svc_')).sort());
+    const dashboard = readFileSync(new URL('../docs/grafana-dashboard.json', import.meta.url), 'utf8');
+    const asked = new Set([...dashboard.matchAll(/\b((?:svc|process|nodejs)_[a-z0-9_]+)\{/g)].map((m) => m[1].replace(/_bucket$/, '')));
+    expect(asked.size).toBeGreaterThanOrEqual(6);
+    for (const name of asked) expect(served, name).toContain(name);
   });
 });
 
@@ -211,5 +226,30 @@ describe('the subsystems\' gauges', () => {
     const transient = uniq('transient');
     await created(await http(t, `/projections/transient?name=${transient}&enabled=yes`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: query }));
     expect(valueOf(await scrape(), 'svc_projection_position_bytes', { projection: transient })).toBeUndefined();
+  });
+});
+
+describe('a scavenge\'s gauges', () => {
+  let small: TestNode;
+  beforeAll(async () => { small = await startTestNode({ chunkSize: 4096 }); });
+  afterAll(async () => { await small?.dispose(); });
+
+  it('running and its chunks while it runs; 0 and no chunk figures once stopped', async () => {
+    const scrapeSmall = async () => parseExposition(await (await http(small, '/metrics')).text());
+    await softDeletedStream(small, 3000);
+    const start = await http(small, '/admin/scavenge?throttlePercent=1', { method: 'POST' });
+    expect(start.status).toBe(200);
+    await eventually(async () => {
+      const m = await scrapeSmall();
+      expect(valueOf(m, 'svc_scavenge_running')).toBe(1);
+      expect(valueOf(m, 'svc_scavenge_chunks_in_phase')).toBeGreaterThan(0);
+      expect(valueOf(m, 'svc_scavenge_chunks_done')).toBeLessThanOrEqual(valueOf(m, 'svc_scavenge_chunks_in_phase')!);
+    });
+    expect((await http(small, '/admin/scavenge/current', { method: 'DELETE' })).status).toBe(200);
+    await eventually(async () => {
+      const m = await scrapeSmall();
+      expect(valueOf(m, 'svc_scavenge_running')).toBe(0);
+      expect(valueOf(m, 'svc_scavenge_chunks_done')).toBeUndefined();
+    });
   });
 });

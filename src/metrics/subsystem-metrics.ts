@@ -99,6 +99,6 @@ function registerScavengeMetrics(registry: Registry, scavenger: Scavenger): void
     registry, name: 'svc_scavenge_chunks_done', help: 'Chunks the running scavenge\'s current phase has done.', read: chunks((done) => done),
   });
   scrapedGauge({
-    registry, name: 'svc_scavenge_chunks_total', help: 'Chunks the running scavenge\'s current phase works through.', read: chunks((_d, total) => total),
+    registry, name: 'svc_scavenge_chunks_in_phase', help: 'Chunks the running scavenge\'s current phase works through.', read: chunks((_d, total) => total),
   });
 }
