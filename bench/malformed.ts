@@ -244,6 +244,10 @@ const GENERATORS: Record<string, Gen[]> = {
   'GET /info/options': [(pick) => ({ method: 'GET', path: '/info/options', headers: { Accept: pick(BAD_ACCEPTS) } })],
   'GET /ping': [(pick) => ({ method: 'GET', path: pick(['/ping?format=%00', '/ping?format=bogus', '/ping?format=a&format=b']) })],
   'GET /stats': [(pick) => ({ method: 'GET', path: '/stats', headers: { Accept: pick(BAD_ACCEPTS) } })],
+  'GET /metrics': [
+    (pick) => ({ method: 'GET', path: '/metrics', headers: { Accept: pick(BAD_ACCEPTS) } }),
+    (pick) => ({ method: 'GET', path: pick(['/metrics?format=json', '/metrics?format=xml', '/metrics?format=%00', '/metrics?format=text&format=text']) }),
+  ],
   'GET /stats/*': [(pick) => ({ method: 'GET', path: pick([`/stats/${oddName(pick)}`, '/stats/proc?group=false', '/stats/proc/cpu/deeper', '/stats/__proto__', '/stats/constructor']) })],
   'GET /gossip': [(pick) => ({ method: 'GET', path: '/gossip', headers: { Accept: pick(BAD_ACCEPTS) } })],
   'POST /gossip': [(pick) => json('POST', '/gossip', pick(BAD_JSON))],

@@ -9,6 +9,7 @@ import { openDoors, SendQueue, type Doors, type NodeControl, type ReloadOutcome,
 import { createVerbs } from './verbs/index.js';
 import { childLogger, createLogger } from './logger.js';
 import { StatsCollector } from './stats/index.js';
+import { NodeMetrics } from './metrics/index.js';
 import type { CertificateSet } from './tls/index.js';
 import { VERSION } from './version.js';
 import { ProjectionManager, type ManagerOptions, type RunProjections } from './projections/index.js';
@@ -174,10 +175,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         },
         requestShutdown: () => { void close().then(() => options.onShutdown?.()); },
       });
+      const metrics = new NodeMetrics({
+        store, stats, projections, subscriptions, scavenger,
+        role: () => control.state(), replicationLagBytes: () => cluster?.replicationLagBytes,
+      });
+      const verbs = createVerbs({ store, access, groups: subscriptions, projections, users, scavenger, node: control, counters: metrics.clients });
       doors = await openDoors({
         api: {
-          store, users, access, verbs: createVerbs({ store, access, groups: subscriptions, projections, users, scavenger, node: control }), config, log: childLogger(log, 'http'), node: control,
-          projections, subscriptions, scavenger, backups, autoScavenge: coordinator, sends,
+          store, users, access, verbs, config, log: childLogger(log, 'http'), node: control,
+          projections, subscriptions, scavenger, backups, autoScavenge: coordinator, sends, metrics,
         },
         grpcLog: childLogger(log, 'grpc'), cluster: cluster?.routing(), tls: certificates && secureContextOf(certificates),
         watch: (server) => stats.watch(server),

@@ -305,6 +305,7 @@ const MATRIX: Record<string, Case[]> = {
   'GET /ping': one('ping', everyone(200), () => get('/ping')),
   'GET /stats': one('stats', authenticated(200), () => get('/stats')),
   'GET /stats/*': one('a subtree', authenticated(200), () => get('/stats/proc')),
+  'GET /metrics': one('metrics', authenticated(200), () => get('/metrics', 'text/plain')),
   'GET /gossip': one('gossip', everyone(200), () => get('/gossip')),
   // Gossip comes only from the node's own kind ($ops/$admins here); a single node then refuses it
   // as a node that takes gossip from no one (403), not as an authorization refusal.

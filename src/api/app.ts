@@ -95,6 +95,12 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
     if (repeated) throw badRequest(`The query parameter '${repeated[0]}' is given more than once.`);
   });
 
+  // Request durations for GET /metrics, by the matched route's family (never the URL itself).
+  app.addHook('onResponse', (req, reply, done) => {
+    ctx.metrics.latency.http(req.routeOptions.url).observe(reply.elapsedTime / 1000);
+    done();
+  });
+
   // While shutting down, every answer closes its connection, so keep-alive clients cannot hold
   // the server open (and the requests in flight still get their answers).
   app.addHook('onSend', async (_req, reply) => {

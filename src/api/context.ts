@@ -11,6 +11,7 @@ import type { BackupService } from '../backup/index.js';
 import type { AutoScavengeCoordinator } from '../autoscavenge/index.js';
 import type { Verbs } from '../verbs/index.js';
 import type { SendQueue } from './send-queue.js';
+import type { NodeMetrics } from '../metrics/index.js';
 
 // What the HTTP plugins get from the node, and who is asking (set by the authentication hook).
 
@@ -52,6 +53,8 @@ export interface ApiContext {
   autoScavenge: AutoScavengeCoordinator;
   /** What big feed pages hold for their clients, all together (send-queue.ts). */
   sends: SendQueue;
+  /** GET /metrics, and the request durations both doors observe. */
+  metrics: NodeMetrics;
 }
 
 declare module 'fastify' {

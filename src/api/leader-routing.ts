@@ -11,7 +11,7 @@ import { matchesName } from '../tls/index.js';
 // everything that runs on the leader only (projections, persistent subscriptions, the
 // auto-scavenge coordinator) are forwarded by a follower to the leader, whose answer it relays; with
 // `SVC-RequiresMaster: true` (or a RequireLeader spelling) a follower answers 307 with the
-// leader's URL instead, for reads of streams too. Node endpoints (/info, /gossip, /stats, /ping,
+// leader's URL instead, for reads of streams too. Node endpoints (/info, /gossip, /stats, /metrics, /ping,
 // /admin/shutdown, /admin/reloadconfig, /admin/backup, /admin/mergeindexes, /admin/scavenge*: a node
 // scavenge removes records from that node's copy, as in the established servers) are each node's own.
 

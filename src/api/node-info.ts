@@ -7,8 +7,9 @@ import { principalOf, type ApiContext } from './context.js';
 import { flattenStatistics } from '../verbs/index.js';
 import { requireAuthenticated, requireOps } from './guards.js';
 import { sendJson } from './reply.js';
+import { NodeMetrics } from '../metrics/index.js';
 
-// Node endpoints: /info, /info/options, /ping, /stats, /gossip, and the admin commands.
+// Node endpoints: /info, /info/options, /ping, /stats, /metrics, /gossip, and the admin commands.
 
 const INFO_TYPES = [MEDIA.json, MEDIA.textXml, MEDIA.appXml, MEDIA.text] as const;
 const STATS_TYPES = [MEDIA.json, MEDIA.textXml, MEDIA.appXml] as const;
@@ -72,6 +73,13 @@ export function registerNodeInfo(app: FastifyInstance, ctx: ApiContext): void {
   };
   app.get('/stats', { onRequest: requireAuthenticated }, stats);
   app.get('/stats/*', { onRequest: requireAuthenticated }, stats);
+
+  // The same figures and more for a Prometheus server to scrape (docs/operations.md, Metrics); as
+  // /stats, for authenticated users (a scrape configuration gives basic_auth).
+  app.get('/metrics', { onRequest: requireAuthenticated }, async (req, reply) => {
+    negotiate(req, [MEDIA.text]); // Prometheus asks for text/plain among others; who wants only JSON gets 406
+    return reply.type(NodeMetrics.contentType).send(await ctx.metrics.exposition());
+  });
 
   app.get('/gossip', async (req, reply) => {
     reply.header('Cache-Control', 'max-age=0, no-cache, must-revalidate');

@@ -143,6 +143,11 @@ export class ClusterNode {
     return this.state === 'Leader';
   }
 
+  /** A follower's distance behind its leader in bytes of log (FollowerReplication.lagBytes); undefined when it follows no leader. */
+  get replicationLagBytes(): number | undefined {
+    return this.following?.lagBytes;
+  }
+
   /**
    * An append this node's own services need whatever its role (a node scavenge's point and
    * history): the leader appends it; a follower sends it to the leader over its replication

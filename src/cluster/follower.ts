@@ -53,6 +53,8 @@ export class FollowerReplication {
   private closedReason: string | undefined;
   /** The leader's commit position, as last heard (COMMIT). */
   private leaderCommit = 0;
+  /** The leader's log end, as last heard (HEARTBEAT); undefined before the first. */
+  private leaderHead: number | undefined;
 
   private renewal: NodeJS.Timeout | undefined;
   /** This node's own appends sent to the leader (WRITE), by id, until WRITTEN or the connection closes. */
@@ -238,7 +240,13 @@ export class FollowerReplication {
     if (!this.stopped) this.store.commitThrough(this.leaderCommit);
   }
 
+  /** Bytes of the leader's log (its end as last heard) not written here yet; undefined before the first heartbeat. */
+  get lagBytes(): number | undefined {
+    return this.leaderHead === undefined ? undefined : Math.max(0, this.leaderHead - this.store.logEnd);
+  }
+
   private heard(leaderHead: number): void {
+    this.leaderHead = leaderHead;
     // Acknowledge on every heartbeat too: the leader learns our end even when no records flow.
     void this.applying.then(() => {
       if (this.stopped) return;

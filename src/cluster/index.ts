@@ -17,6 +17,8 @@ export type { ClusterHooks } from './cluster-node.js';
 
 export interface Cluster {
   readonly state: string;
+  /** Bytes of the leader's log this follower does not hold yet (as last heard); undefined unless it follows a leader. */
+  readonly replicationLagBytes: number | undefined;
   join(httpPort: number, scheme: 'http' | 'https', hooks: ClusterHooks): Promise<void>;
   routing(): LeaderRouting;
   gossip(): Record<string, unknown>;
@@ -57,6 +59,7 @@ export function startCluster({ store, config, instanceId, log, certificates }: S
   const httpHost = config.advertiseHttpIp ?? config.httpIp;
   return {
     get state() { return node.state; },
+    get replicationLagBytes() { return node.replicationLagBytes; },
     async join(httpPort, scheme, hooks) {
       const port = config.advertiseHttpPort || httpPort;
       const host = httpHost.includes(':') ? `[${httpHost}]` : httpHost;

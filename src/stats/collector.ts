@@ -232,7 +232,7 @@ export class StatsCollector {
         loadavg: Object.fromEntries(['1m', '5m', '15m'].map((k, i) => [k, round(loadavg()[i])])),
         freeMem: freemem(),
         totalMem: totalmem(),
-        drive: { [dataPath]: this.dataDrive(dataPath, now) },
+        drive: { [dataPath]: this.dataDrive(now) },
       },
       svc: {
         checksum: store.logEnd,
@@ -275,13 +275,14 @@ export class StatsCollector {
     };
   }
 
-  private dataDrive(path: string, now: number): DriveFigures {
-    if (!this.drive || now - this.drive.at >= DRIVE_CACHE_MS) this.drive = { at: now, figures: drive(path) };
+  /** The data directory's file system (statfs), read at most once a second however often it is asked for (/stats, /metrics). */
+  dataDrive(now = performance.now()): DriveFigures {
+    if (!this.drive || now - this.drive.at >= DRIVE_CACHE_MS) this.drive = { at: now, figures: drive(this.sources.dataPath) };
     return this.drive.figures;
   }
 }
 
-type DriveFigures = Record<'availableBytes' | 'totalBytes' | 'usage' | 'usedBytes', number>;
+export type DriveFigures = Record<'availableBytes' | 'totalBytes' | 'usage' | 'usedBytes', number>;
 
 function drive(path: string): DriveFigures {
   try {

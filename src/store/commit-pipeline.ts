@@ -336,6 +336,7 @@ export class CommitPipeline {
       assert(records[0].position >= checkpoint.nextPosition && batch.checkpoint.nextPosition > records[records.length - 1].position,
         'a batch appends after the end of the log, and ends after its last record');
       this.deps.stats.recordsWritten += records.length;
+      for (const bytes of appended.recordBytes) this.deps.stats.recordBytesWritten += bytes.length;
     }
   }
 

@@ -1,4 +1,4 @@
-/** Figures of the group-commit writer, as /stats reports them under svc.writer and svc.queue. */
+/** Figures of the group-commit writer, as /stats (svc.writer, svc.queue) and /metrics report them. */
 export class WriterStats {
   lastFlushSize = 0;
   lastFlushDelayMs = 0;
@@ -10,6 +10,8 @@ export class WriterStats {
   totalItemsProcessed = 0;
   /** Log records (events, links, metadata, tombstones) committed since the start. */
   recordsWritten = 0;
+  /** Bytes of those records as stored in the log (their encoded form, RocksDB's own overhead not counted). */
+  recordBytesWritten = 0;
   lengthLifetimePeak = 0;
   private peakWindowStart = 0;
   lengthCurrentTryPeak = 0;

@@ -9,6 +9,7 @@ import { PersistentVerbs } from './persistent.js';
 import { ProjectionVerbs } from './projections.js';
 import { UserVerbs } from './users.js';
 import { OperationVerbs, type NodeOperations } from './operations.js';
+import type { ClientCounters } from '../metrics/index.js';
 
 // The verbs: what a client can do, once, for every door (src/api: HTTP/1.1 and gRPC).
 
@@ -46,10 +47,12 @@ export interface VerbSubjects {
   users: UserStore;
   scavenger: Scavenger;
   node: NodeOperations;
+  /** Where appends and reads are counted for GET /metrics (absent: not counted). */
+  counters?: ClientCounters;
 }
 
 export function createVerbs(s: VerbSubjects): Verbs {
-  const streams = new StreamVerbs(s.store, s.access);
+  const streams = new StreamVerbs(s.store, s.access, s.counters);
   return {
     streams,
     subscriptions: new SubscriptionVerbs(s.store, streams),

@@ -14,6 +14,7 @@ import type { ServedBy, ServiceDoor } from './door.js';
 import { registerProjections } from './projections.js';
 import { registerUsers } from './users.js';
 import { registerGossip, registerMonitoring, registerOperations } from './node-services.js';
+import type { RequestLatency } from '../../metrics/index.js';
 
 // The gRPC door: the established server's client protocol (event_store.client.*) on the node's
 // own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
@@ -31,6 +32,8 @@ export interface GrpcDoorContext {
   config: Config;
   log: Logger;
   cluster?: LeaderRouting;
+  /** Where call durations go (GET /metrics). */
+  latency: RequestLatency;
 }
 
 const STREAMS = 'event_store.client.streams.Streams';
@@ -38,7 +41,9 @@ const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscr
 
 export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   const { config } = ctx;
-  const server = new GrpcServer({ log: ctx.log, statusOf: (err) => grpcStatusOf(err, config.maxAppendSize) });
+  const server = new GrpcServer({
+    log: ctx.log, statusOf: (err) => grpcStatusOf(err, config.maxAppendSize), latencyOf: (path) => ctx.latency.grpc(path),
+  });
   const services: ServiceDoor = {
     verbs: ctx.verbs,
     callerOf: async (call, servedBy) => {
@@ -51,6 +56,7 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
     maxAppendBytes: maxAppendBytes(config.maxAppendSize),
     maxAppendSize: config.maxAppendSize,
     callerOf: (call, write) => services.callerOf(call, write ? 'leader' : 'leaderIfAsked'),
+    batchAppendLatency: ctx.latency.grpc(methodOf(STREAMS, 'BatchAppend').path),
   };
   const appendLimits = { maxMessageBytes: door.maxAppendBytes, tooLarge: () => maximumAppendSizeExceeded(config.maxAppendSize) };
   server.add(methodOf(STREAMS, 'Read'), { kind: 'serverStream', handle: readHandler(door) });

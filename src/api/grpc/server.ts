@@ -2,6 +2,7 @@ import { createServer, constants, type Http2Server, type ServerHttp2Stream, type
 import type { Logger } from 'pino';
 import { GrpcStatus, StatusError, encodeGrpcMessage, type Status } from './status.js';
 import { RequestReader } from './request-reader.js';
+import type { LatencyObserver } from '../../metrics/index.js';
 
 // A lean gRPC server on node:http2: routing by path, the 5-byte message framing, deadlines
 // (`grpc-timeout`), cancellation, status trailers with custom keys, and write back-pressure.
@@ -61,9 +62,18 @@ export interface GrpcServerOptions {
   /** PING interval and the wait for its answer (the established server's defaults: 10 s each). */
   keepAliveIntervalMs?: number;
   keepAliveTimeoutMs?: number;
+  /** Where a method's call durations go (GET /metrics); asked once per method, when it is added. */
+  latencyOf?: (path: string) => LatencyObserver;
 }
 
-interface Route { method: MethodDefinition; handler: Handler; maxMessageBytes: number; tooLarge?: (bytes: number) => Status }
+interface Route {
+  method: MethodDefinition;
+  handler: Handler;
+  maxMessageBytes: number;
+  tooLarge?: (bytes: number) => Status;
+  /** Unary and client-streaming calls only: a streaming answer lasts as long as its reader or subscription. */
+  latency?: LatencyObserver;
+}
 
 const DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024;
 /** Why a finished call's signal aborts (one object: an Error made per call cost its stack trace each time). */
@@ -114,7 +124,11 @@ export class GrpcServer {
   add(method: MethodDefinition, handler: Handler, limits: { maxMessageBytes?: number; tooLarge?: (bytes: number) => Status } = {}): void {
     const kind = method.requestStream ? (method.responseStream ? 'bidi' : 'clientStream') : (method.responseStream ? 'serverStream' : 'unary');
     if (kind !== handler.kind) throw new Error(`${method.path} is ${kind}, the handler ${handler.kind}`);
-    this.routes.set(method.path, { method, handler, maxMessageBytes: limits.maxMessageBytes ?? DEFAULT_MAX_MESSAGE, tooLarge: limits.tooLarge });
+    const timed = kind === 'unary' || kind === 'clientStream';
+    this.routes.set(method.path, {
+      method, handler, maxMessageBytes: limits.maxMessageBytes ?? DEFAULT_MAX_MESSAGE, tooLarge: limits.tooLarge,
+      latency: timed ? this.options.latencyOf?.(method.path) : undefined,
+    });
   }
 
   /** The paths served (for the server-features list). */
@@ -161,6 +175,7 @@ class Call implements ResponseWriter, CallContext {
   readonly deadline: number;
   readonly secure: boolean;
   private readonly abort = new AbortController();
+  private readonly startedAt = performance.now();
   private finished = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly reader: RequestReader;
@@ -277,6 +292,7 @@ class Call implements ResponseWriter, CallContext {
 
   private end(status: Status): void {
     this.finished = true;
+    this.route.latency?.observe((performance.now() - this.startedAt) / 1000);
     this.cleanup();
     if (!this.stream.headersSent) {
       trailersOnly(this.stream, status);

@@ -13,6 +13,7 @@ import {
 } from './messages.js';
 import type { CallContext, RequestStream, ResponseWriter } from './server.js';
 import { encodeMessage } from './codecs.js';
+import type { LatencyObserver } from '../../metrics/index.js';
 
 // The Streams service (event_store.client.streams.Streams): Read (finite reads and catch-up
 // subscriptions of a stream or `$all`), Append, BatchAppend, Delete and Tombstone. Each decodes
@@ -29,6 +30,11 @@ export interface StreamsDoor {
   maxAppendSize: number;
   /** Who calls (authenticated from `authorization`); `write`: the call writes, so a cluster follower refuses it (not-leader). */
   callerOf(call: CallContext, write: boolean): Promise<Principal>;
+  /**
+   * Where each append of a BatchAppend call is timed, from its last message to its answer (the
+   * call itself lasts as long as the client keeps it, so the server does not time it).
+   */
+  batchAppendLatency: LatencyObserver;
 }
 
 /** Events read per page of a finite read (and encoded into one write). */
@@ -221,7 +227,7 @@ export function appendHandler(door: StreamsDoor) {
         name = streamNameOf(o.stream_identifier);
         expected = expectedOf(o, 'revision');
         who = await door.callerOf(call, true);
-        door.verbs.streams.authorize(who, 'w', name); // before reading the events
+        door.verbs.streams.authorizeAppend(who, name); // before reading the events
         continue;
       }
       if (!r.proposed_message) throw new StatusError({ code: GrpcStatus.UNKNOWN, message: 'After the options an append carries proposed events only' });
@@ -295,7 +301,7 @@ export function batchAppendHandler(door: StreamsDoor) {
           const name = streamNameOf(o.stream_identifier);
           const who = await door.callerOf(call, true);
           try {
-            door.verbs.streams.authorize(who, 'w', name);
+            door.verbs.streams.authorizeAppend(who, name);
           } catch {
             refuse(key, { idMessage, name }, { code: GrpcStatus.PERMISSION_DENIED, message: 'AccessDenied' }, 'event_store.client.AccessDenied');
             continue;
@@ -341,6 +347,7 @@ export function batchAppendHandler(door: StreamsDoor) {
 
 async function commitBatch(door: StreamsDoor, batch: OpenBatch, answer: (b: OpenBatch, result: Message) => void,
   refuse: (status: Status, detailType: string, detail?: Message) => void): Promise<void> {
+  const started = performance.now();
   try {
     const result = await door.verbs.streams.append(batch.who, batch.name, batch.expected, batch.events);
     if (batch.timer) clearTimeout(batch.timer);
@@ -371,6 +378,8 @@ async function commitBatch(door: StreamsDoor, batch: OpenBatch, answer: (b: Open
         refuse({ code: GrpcStatus.UNKNOWN, message: 'Unknown' }, 'event_store.client.Unknown');
       }
     }
+  } finally {
+    door.batchAppendLatency.observe((performance.now() - started) / 1000);
   }
 }
 
