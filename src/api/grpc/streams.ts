@@ -237,7 +237,7 @@ export function appendHandler(door: StreamsDoor) {
       events.push(event);
     }
     if (name === undefined || !who) return fail(invalidArgument("'options' is a required argument"));
-    if (call.signal.aborted) throw call.signal.reason;
+    if (call.aborted) throw call.signal.reason;
     try {
       const result = await door.verbs.streams.append(who, name, expected, events);
       return { success: successOf(result, events.length) };
