@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN, eventually, OPS } from './support/node.js';
-import { gossip, startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
+import { clusterForFile, gossip, type ClusterMember, type TestCluster } from './support/cluster.js';
 
 // A three-node cluster on one etcd: election, gossip, writes through every node (the leader
 // answers; a follower forwards, or answers 307 when the client requires the leader), reads
@@ -14,15 +14,7 @@ let followers: ClusterMember[];
 /** When a leader last resigned: it yields to equally up-to-date nodes for 5 s (RESIGN_ABSTAIN_SECONDS). */
 let resignedAt = 0;
 
-beforeAll(async () => {
-  cluster = await startCluster(3);
-  leader = await cluster.ready();
-  followers = cluster.members.filter((m) => m !== leader);
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.dispose();
-});
+clusterForFile(3, (started) => ({ cluster, leader, followers } = started));
 
 function append(url: string, stream: string, events: unknown[], headers: Record<string, string> = {}) {
   return fetch(`${url}/streams/${stream}`, {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KurrentDBClient, NotLeaderError, jsonEvent } from '@kurrent/kurrentdb-client';
 import { ADMIN, eventually, sleep } from './support/node.js';
-import { startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
+import { clusterForFile, type ClusterMember, type TestCluster } from './support/cluster.js';
 import { call, STREAMS, streamId } from './support/grpc.js';
 
 // gRPC in a three-node cluster (issues 29, 32): the leader takes writes; a follower answers a write,
@@ -14,15 +14,7 @@ let cluster: TestCluster;
 let leader: ClusterMember;
 let followers: ClusterMember[];
 
-beforeAll(async () => {
-  cluster = await startCluster(3);
-  leader = await cluster.ready();
-  followers = cluster.members.filter((m) => m !== leader);
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.dispose();
-});
+clusterForFile(3, (started) => ({ cluster, leader, followers } = started));
 
 const proposed = () => ({
   proposed_message: { id: { string: crypto.randomUUID() }, metadata: { type: 'E', 'content-type': 'application/json' }, data: Buffer.from('{}') },

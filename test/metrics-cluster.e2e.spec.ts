@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ADMIN, eventually } from './support/node.js';
-import { startCluster, type ClusterMember, type TestCluster } from './support/cluster.js';
+import { clusterForFile, type ClusterMember, type TestCluster } from './support/cluster.js';
 import { parseExposition, valueOf, type MetricFamily } from './support/prometheus.js';
 
 // GET /metrics on a three-node cluster (issue 34, item 4): each node reports its own role, and
@@ -12,15 +12,7 @@ let cluster: TestCluster;
 let leader: ClusterMember;
 let followers: ClusterMember[];
 
-beforeAll(async () => {
-  cluster = await startCluster(3);
-  leader = await cluster.ready();
-  followers = cluster.members.filter((m) => m !== leader);
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.dispose();
-});
+clusterForFile(3, (started) => ({ cluster, leader, followers } = started));
 
 async function scrape(member: ClusterMember): Promise<Map<string, MetricFamily>> {
   const res = await fetch(`${member.url}/metrics`, { headers: { authorization: ADMIN } });

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../bench/processes.js';
 import { spawnNode, type NodeProcess } from './process.js';
 
@@ -87,6 +88,23 @@ export interface TestCluster {
   /** Waits until one member leads and every running member follows it, caught up; returns the leader. */
   ready(timeoutMs?: number): Promise<ClusterMember>;
   dispose(): Promise<void>;
+}
+
+/**
+ * A cluster of `size` nodes for a test file: started (and caught up) before its tests, disposed
+ * after them. `set` receives it, its leader and followers as they started (a test that fails
+ * over keeps its own variables up to date).
+ */
+export function clusterForFile(size: number, set: (started: { cluster: TestCluster; leader: ClusterMember; followers: ClusterMember[] }) => void): void {
+  let cluster: TestCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startCluster(size);
+    const leader = await cluster.ready();
+    set({ cluster, leader, followers: cluster.members.filter((m) => m !== leader) });
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.dispose();
+  });
 }
 
 export interface GossipMember {
