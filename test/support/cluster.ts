@@ -139,7 +139,7 @@ export async function startCluster(size = 3, extraArgs: string[] = [], options: 
       name: `n${i}`, dir, httpPort, intPort, url: `${options.scheme ?? 'http'}://127.0.0.1:${httpPort}`, proc: undefined, frozen: false,
       async start() {
         m.proc = await spawnNode([
-          '--db', dir, '--http-port', String(httpPort), '--int-port', String(intPort), '--cluster-size', String(size),
+          '--db', dir, '--http-port', String(m.httpPort), '--int-port', String(m.intPort), '--cluster-size', String(size),
           '--etcd-endpoints', etcd.endpoint, '--cluster-name', clusterName, '--node-name', m.name, ...extraArgs,
           ...(options.nodeArgs?.(m.name) ?? []),
         ]);
@@ -153,7 +153,21 @@ export async function startCluster(size = 3, extraArgs: string[] = [], options: 
     };
     members.push(m);
   }
-  await Promise.all(members.map((m) => m.start()));
+  await Promise.all(members.map(async (m) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await m.start();
+        return;
+      } catch (err) {
+        // Another test's process took a port between freePort() and this node's listen. Before its
+        // first start no one knows a member's ports, so it starts again on new ones.
+        if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+        m.httpPort = await freePort();
+        m.intPort = await freePort();
+        m.url = `${options.scheme ?? 'http'}://127.0.0.1:${m.httpPort}`;
+      }
+    }
+  }));
   const cluster: TestCluster = {
     etcd, members,
     async ready(timeoutMs = 30_000) {
