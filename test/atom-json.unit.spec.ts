@@ -3,25 +3,15 @@
 // embed level, and that stored JSON data goes out as stored.
 
 import { describe, expect, it } from 'vitest';
-import { decodeRecord, encodeRecord } from '../src/store/record.js';
-import { formatUuid, newUuid, type EventRecord, type ResolvedEvent } from '../src/store/index.js';
+import { storedRecord } from './support/records.js';
+import { formatUuid, type EventRecord, type ResolvedEvent } from '../src/store/index.js';
 import { entryJson, feedJsonText, link, type Embed, type FeedModel } from '../src/api/atom.js';
 
 const BASE = 'http://h:1';
 const CREATED = Date.UTC(2024, 4, 1, 10, 0, 0, 123) * 1000 + 456; // 2024-05-01T10:00:00.123456Z
 
-/** A stored record; `isJson` with text data is an event flagged JSON for its metadata (the write door checks JSON data). */
 function record(streamId: string, eventNumber: number, type: string, data: string, metadata = '', isJson = true): EventRecord {
-  let dataIsJson = isJson;
-  try {
-    JSON.parse(data);
-  } catch {
-    dataIsJson = false;
-  }
-  const bytes = encodeRecord(streamId, eventNumber, {
-    eventId: newUuid(), eventType: type, isJson, dataIsJson, data: Buffer.from(data), metadata: Buffer.from(metadata),
-  }, CREATED, false);
-  return decodeRecord(1000 + eventNumber, bytes);
+  return storedRecord({ position: 1000 + eventNumber, created: CREATED }, streamId, eventNumber, type, data, metadata, isJson);
 }
 
 const EMBEDS: Embed[] = ['none', 'content', 'rich', 'body', 'pretty', 'tryharder'];

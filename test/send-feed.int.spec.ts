@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { XMLBuilder } from 'fast-xml-parser';
-import { decodeRecord, encodeRecord } from '../src/store/record.js';
-import { newUuid, type EventRecord, type RecordPlace, type ResolvedEvent } from '../src/store/index.js';
+import { storedRecord } from './support/records.js';
+import type { EventRecord, RecordPlace, ResolvedEvent } from '../src/store/index.js';
 import { feedPieces, feedText, link, parseEmbed, type FeedHead, type FeedModel } from '../src/api/atom.js';
 import { entriesInMemory, PART_CHARS, sendFeed, StoredEntries } from '../src/api/send-feed.js';
 import { SendQueue } from '../src/api/send-queue.js';
@@ -19,16 +19,7 @@ const TYPES = ['application/vnd.eventstore.atom+json', 'application/json', 'appl
 const EMBEDS = ['none', 'content', 'rich', 'body', 'PrettyBody', 'tryharder'];
 
 function record(streamId: string, eventNumber: number, type: string, data: string, metadata = '', isJson = true): EventRecord {
-  let dataIsJson = isJson;
-  try {
-    JSON.parse(data);
-  } catch {
-    dataIsJson = false;
-  }
-  const bytes = encodeRecord(streamId, eventNumber, {
-    eventId: newUuid(), eventType: type, isJson, dataIsJson, data: Buffer.from(data), metadata: Buffer.from(metadata),
-  }, CREATED + eventNumber, false);
-  return decodeRecord(10_000 + eventNumber * 1000, bytes);
+  return storedRecord({ position: 10_000 + eventNumber * 1000, created: CREATED + eventNumber }, streamId, eventNumber, type, data, metadata, isJson);
 }
 
 /** Entries of every kind, newest first: JSON, text, non-ASCII data (more bytes than characters), metadata, links. */
