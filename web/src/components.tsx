@@ -1,6 +1,7 @@
 import { cloneElement, isValidElement, type ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiFailure } from './api';
+import { prettyJson } from './json';
 
 // Building blocks every view shares: async loading with errors shown, polling, pretty JSON,
 // a confirmation dialog, labelled fields. Plain elements, so screen readers and tests see
@@ -76,14 +77,12 @@ export function Notice({ children }: { children: ComponentChildren }) {
   return <p class="notice" role="status">{children}</p>;
 }
 
-/** JSON pretty-printed when the text parses, the text itself otherwise. */
+/**
+ * JSON text as the node sent it, re-indented without being parsed (json.ts: no digit lost); text
+ * that is not JSON as it is. A value the console made itself is written with JSON.stringify.
+ */
 export function Json({ value, label }: { value: unknown; label?: string }) {
-  let shown: string;
-  if (typeof value === 'string') {
-    try { shown = JSON.stringify(JSON.parse(value), null, 2); } catch { shown = value; }
-  } else {
-    shown = value === undefined ? '' : JSON.stringify(value, null, 2);
-  }
+  const shown = typeof value === 'string' ? prettyJson(value) : value === undefined ? '' : JSON.stringify(value, null, 2);
   return <pre class="json" role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
 }
 

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure } from '../../api';
 import { ConfirmButton, ErrorBox, Field, Json, Notice, useAction, useAsync } from '../../components';
+import { prettyJson } from '../../json';
 import { href, navigate } from '../../router';
 import { call, ATOM, EVENTS, eventNumberOf, pagePath, SOFT_DELETED_TB, streamPath, type Feed } from './client';
 import { EventsTable, Pager } from './parts';
@@ -87,8 +88,8 @@ function AppendForm({ stream, onAppended }: { stream: string; onAppended: () => 
     void run(async () => {
       // Checked here first: a form the node would refuse is not sent.
       const event: Record<string, unknown> = { eventId: crypto.randomUUID(), eventType: type.trim() };
-      event.data = dataIsJson ? parseJson(data, 'Data') : data;
-      if (metadata.trim()) event.metadata = parseJson(metadata, 'Metadata');
+      event.data = dataIsJson ? checkedJson(data, 'Data') : data;
+      if (metadata.trim()) event.metadata = checkedJson(metadata, 'Metadata');
       if (expected.trim() && !/^-?\d+$/.test(expected.trim())) throw new Error('Expected version must be a whole number (-1: the stream must not exist, -2: any, -4: must exist).');
       const res = await call(streamPath(stream), {
         method: 'POST', contentType: EVENTS, body: [event],
@@ -130,9 +131,11 @@ function AppendForm({ stream, onAppended }: { stream: string; onAppended: () => 
   );
 }
 
-function parseJson(text: string, what: string): unknown {
+/** The JSON text itself, sent as typed (the node stores it as it is; a parsed copy would round big numbers). */
+function checkedJson(text: string, what: string): string {
   try {
-    return JSON.parse(text);
+    JSON.parse(text);
+    return text;
   } catch (err) {
     throw new Error(`${what} is not valid JSON: ${(err as Error).message}`);
   }
@@ -186,10 +189,6 @@ function MetadataEditor({ stream, meta, onSaved }: { stream: string; meta: Metad
       )}
     </section>
   );
-}
-
-function prettyJson(text: string): string {
-  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
 }
 
 function DeleteActions({ stream, disabled, onDeleted }: { stream: string; disabled: boolean; onDeleted: () => void }) {
