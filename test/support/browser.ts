@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, type TestContext } from 'vitest';
@@ -85,6 +86,44 @@ export function useConsole(overrides: Partial<Config> = {}, nodeOptions: Omit<No
     get url() { return `${node.url}/web/`; },
     get problems() { return problems; },
   };
+}
+
+/**
+ * Starts recording, for `page`, what a console that errs only when something is wrong never
+ * shows: messages it logs as errors (Chromium logs every answer of 400 or above as one), requests
+ * that got no answer, and answers of 400 or above. Opt in per test: tests of refusals expect some.
+ * A request the console cancels itself (a view left before its answer came) is not trouble.
+ */
+export function recordTrouble(page: Page): string[] {
+  const trouble: string[] = [];
+  page.on('pageerror', (err) => trouble.push(`page error: ${err.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') trouble.push(`console error: ${message.text()} (${message.location().url})`);
+  });
+  page.on('requestfailed', (request) => {
+    const reason = request.failure()?.errorText ?? 'failed';
+    if (reason !== 'net::ERR_ABORTED') trouble.push(`request failed: ${request.method()} ${request.url()} (${reason})`);
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400) trouble.push(`${response.status()} for ${response.request().method()} ${response.url()}`);
+  });
+  return trouble;
+}
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+export interface AxeViolation { id: string; impact: string | null; help: string; targets: string[] }
+
+/**
+ * What axe-core finds on the page against the WCAG 2.1 A and AA rules. Its script is injected,
+ * so the page's context must bypass the console's CSP (`newContext({ bypassCSP: true })`).
+ */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  await page.addScriptTag({ path: AXE });
+  return page.evaluate(async () => {
+    const result = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
+  });
 }
 
 /** Opens the console and logs in through its form; resolves once the navigation shows. */

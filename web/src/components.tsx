@@ -83,7 +83,8 @@ export function Notice({ children }: { children: ComponentChildren }) {
  */
 export function Json({ value, label }: { value: unknown; label?: string }) {
   const shown = typeof value === 'string' ? prettyJson(value) : value === undefined ? '' : JSON.stringify(value, null, 2);
-  return <pre class="json" role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
+  // Focusable: a long document scrolls, and keyboard users scroll it too (axe: scrollable-region-focusable).
+  return <pre class="json" tabIndex={0} role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
 }
 
 /**
@@ -151,6 +152,13 @@ export function Field({ label, children, hint }: { label: string; children: Comp
   );
 }
 
+/** A log position (`C:6206130/P:6206130`): when it does not fit, it wraps after the slash, not inside a number. */
+export function Position({ text }: { text: string | number | null | undefined }) {
+  if (text === null || text === undefined || text === '') return <>–</>;
+  const parts = String(text).split('/');
+  return <>{parts.map((part, i) => (i === 0 ? part : <>/<wbr />{part}</>))}</>;
+}
+
 export function formatBytes(n: number): string {
   if (!Number.isFinite(n)) return '–';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -161,4 +169,26 @@ export function formatBytes(n: number): string {
 
 export function formatNumber(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '–';
+}
+
+const ISO_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d{1,3})?\d*Z$/;
+
+/**
+ * The console's one way to write a moment: `2026-11-26 12:00:00.123 UTC`, in UTC as the node
+ * records it (operators in several time zones read the same figures). An ISO time with another
+ * offset is converted; what is not a time is shown as it is.
+ */
+export function formatTime(iso: string): string {
+  let m = ISO_UTC.exec(iso);
+  if (!m) {
+    const at = new Date(iso);
+    m = Number.isNaN(at.getTime()) ? null : ISO_UTC.exec(at.toISOString());
+  }
+  return m ? `${m[1]} ${m[2]}${m[3] ?? ''} UTC` : iso;
+}
+
+/** A moment as formatTime writes it, the node's own text kept for the tooltip and machines. */
+export function When({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span>–</span>;
+  return <time dateTime={iso} title={iso}>{formatTime(iso)}</time>;
 }

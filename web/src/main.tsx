@@ -22,18 +22,39 @@ interface Area {
   view: (props: ViewProps) => any;
   /** Who sees it in the navigation (the node still checks every request). */
   shown: (s: Session) => boolean;
+  /** What the route's segments after the area's name show, for the tab title (none: the area itself). */
+  subject?: (path: string[]) => string | undefined;
 }
 
 const AREAS: Area[] = [
   { name: '', title: 'Dashboard', view: Dashboard, shown: () => true },
-  { name: 'streams', title: 'Streams', view: Streams, shown: () => true },
-  { name: 'projections', title: 'Projections', view: Projections, shown: () => true },
-  { name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true },
-  { name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s) },
-  { name: 'users', title: 'Users', view: Users, shown: () => true },
+  {
+    name: 'streams', title: 'Streams', view: Streams, shown: () => true,
+    subject: ([stream, ...rest]) => (rest.length === 1 && /^\d+$/.test(rest[0]) ? `Event ${rest[0]}@${stream}` : stream),
+  },
+  {
+    name: 'projections', title: 'Projections', view: Projections, shown: () => true,
+    subject: (path) => (path.length === 1 && path[0] === 'new' ? 'New projection' : path[0]),
+  },
+  {
+    name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true,
+    subject: ([stream, group]) => (group !== undefined ? `${group} on ${stream}` : stream),
+  },
+  {
+    name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s),
+    subject: ([what, id]) => (what === 'scavenges' && id ? `Scavenge ${id}` : undefined),
+  },
+  { name: 'users', title: 'Users', view: Users, shown: () => true, subject: ([login]) => login },
 ];
 
+/** The tab's title: what the view shows, its area and the node (`orders-1 — Streams — db1:2113`), so tabs can be told apart. */
+function useTitle(...parts: Array<string | undefined>): void {
+  const title = [...parts.filter((p): p is string => !!p), location.host].join(' — ');
+  useEffect(() => { document.title = title; }, [title]);
+}
+
 function Login() {
+  useTitle('Log in');
   const [user, setUser] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string>();
@@ -67,6 +88,11 @@ function App() {
   const route = useRoute();
   if (!session) return <Login />;
   const area = AREAS.find((a) => a.name !== '' && a.name === route[0]) ?? AREAS[0];
+  return <Shell session={session} area={area} path={area.name ? route.slice(1) : route} />;
+}
+
+function Shell({ session, area, path }: { session: Session; area: Area; path: string[] }) {
+  useTitle(area.subject?.(path), area.title);
   const View = area.view;
   return (
     <>
@@ -83,7 +109,7 @@ function App() {
         </span>
       </header>
       <main>
-        <View path={area.name ? route.slice(1) : route} session={session} />
+        <View path={path} session={session} />
       </main>
     </>
   );

@@ -6,8 +6,8 @@ import { call, ALL, ATOM, entryTarget, formatTime, linkPage, streamPath, type Fe
 
 // The streams' front page: open a stream by name, and the streams written most recently. For
 // admins these come from reading $all backward (the newest events, one row per stream); others
-// cannot read $all, so they get the $streams system stream (where the $streams projection links
-// each new stream) when the node lets them read it, and an explanation otherwise.
+// cannot read $all, nor by default the $streams system stream (where the $streams projection
+// links each new stream), so it is read for them only when they ask (a node may grant it).
 
 interface Recent {
   stream: string;
@@ -60,7 +60,9 @@ export function StreamList({ session }: { session: Session }) {
   const admin = isAdmin(session);
   const [name, setName] = useState('');
   const [system, setSystem] = useState(false);
-  const recent = useAsync((signal) => (admin ? recentFromAll(signal) : recentFromStreams(signal)), [admin]);
+  const [askStreams, setAskStreams] = useState(false);
+  const recent = useAsync((signal) => (admin ? recentFromAll(signal) : askStreams ? recentFromStreams(signal) : Promise.resolve(undefined)),
+    [admin, askStreams]);
   const filter = name.trim().toLowerCase();
   const shown = (recent.data?.streams ?? [])
     .filter((r) => system || !r.stream.startsWith('$'))
@@ -87,11 +89,16 @@ export function StreamList({ session }: { session: Session }) {
           {admin ? (
             <label class="check"><input type="checkbox" checked={system} onChange={(e) => setSystem(e.currentTarget.checked)} /> Include system streams</label>
           ) : null}
-          <button type="button" class="secondary" onClick={recent.reload} disabled={recent.loading}>Refresh</button>
+          {admin || askStreams ? <button type="button" class="secondary" onClick={recent.reload} disabled={recent.loading}>Refresh</button> : null}
         </div>
       </div>
       {admin ? (
         <p class="muted">The streams of the newest events in $all{recent.data ? ` (the last ${recent.data.scanned} events)` : ''}, most recent first.</p>
+      ) : !askStreams ? (
+        <p class="notice-plain" role="status">
+          Recently written streams come from $all or the $streams system stream, which only admins may read unless the node grants more.
+          Open a stream by its name above, or <button type="button" class="link" onClick={() => setAskStreams(true)}>read $streams</button>.
+        </p>
       ) : status === 401 ? (
         <p class="notice-plain" role="status">
           Recently written streams come from $all or the $streams system stream, which your user may not read (admins only by default).
@@ -125,7 +132,7 @@ export function StreamList({ session }: { session: Session }) {
             </tbody>
           </table>
         ) : <p class="muted">{filter ? `No recent stream matches “${name.trim()}”: Open looks it up by name.` : 'No streams written yet.'}</p>
-      ) : recent.loading ? <p class="muted">Loading…</p> : null}
+      ) : recent.loading && (admin || askStreams) ? <p class="muted">Loading…</p> : null}
     </section>
   );
 }
