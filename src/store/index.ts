@@ -165,6 +165,7 @@ export class Store {
     this.blocks = new SharedBlocks(spaces, parts.sharedReadBytes);
     this.horizon = new CommitHorizon(streams, checkpoint.nextPosition, (ids) => this.reader.forgetMetadata(ids));
     this.readThread = new LogReadThread(() => rocks.handle, parts.splitFrom);
+    this.blocks.readAheadOn(this.readThread);
     this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks, this.readThread);
     this.idFilter = new EventIdFilter(parts.idFilterBytes);
     this.writer = new Writer({
