@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, type TestContext } from 'vitest';
@@ -131,4 +132,35 @@ export async function until<T>(read: () => Promise<T>, check: (value: T) => bool
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Makes the test fail (through the fixture's `problems`) on any console error and any answer of
+ * 400 or more the page gets, besides those whose text (`status method url` or the console message)
+ * matches one of `expected`. Opt-in: some views ask for what a user may not read, on purpose.
+ */
+export function failOnErrors(c: ConsoleFixture, page: Page = c.page, expected: RegExp[] = []): void {
+  const unexpected = (text: string) => !expected.some((e) => e.test(text));
+  page.on('console', (message) => {
+    const text = `${message.text()} (${message.location().url})`;
+    if (message.type() === 'error' && unexpected(text)) c.problems.push(`console error: ${text}`);
+  });
+  page.on('response', (res) => {
+    const text = `${res.status()} ${res.request().method()} ${res.url()}`;
+    if (res.status() >= 400 && unexpected(text)) c.problems.push(`failed request: ${text}`);
+  });
+  page.on('requestfailed', (req) => c.problems.push(`request failed: ${req.method()} ${req.url()} (${req.failure()?.errorText})`));
+}
+
+export interface AxeViolation { id: string; impact: string | null; help: string; targets: string[] }
+
+const AXE_SOURCE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/** axe-core's WCAG 2.1 A and AA violations on the page as it is now (axe is evaluated through the debugger protocol: the page's CSP stays on). */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(readFileSync(AXE_SOURCE, 'utf8'));
+  return page.evaluate(async () => {
+    const result = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
+  });
 }

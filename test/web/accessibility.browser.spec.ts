@@ -45,6 +45,7 @@ describe('accessibility', () => {
       const routes: Array<[string, string]> = [
         ['/', 'Dashboard'], ['/streams', 'Streams'], [`/streams/${encodeURIComponent(stream)}`, stream],
         ['/projections', 'Projections'], [`/projections/${encodeURIComponent(projection)}`, projection],
+        [`/projections/${encodeURIComponent(projection)}/debug`, `Debug ${projection}`],
         ['/projections/new', 'New projection'],
         ['/subscriptions', 'Persistent subscriptions'], [`/subscriptions/${encodeURIComponent(stream)}/${group}`, group],
         ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'],
