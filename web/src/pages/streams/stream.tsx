@@ -6,6 +6,7 @@ import { call, ATOM, EVENTS, eventNumberOf, pagePath, SOFT_DELETED_TB, streamPat
 import { Pager } from './parts';
 import { EventsTable } from './rows';
 import { LiveEvents } from './tail';
+import { AclForm } from './acl';
 
 // One stream: a page of its events (newest first, paged through the feed's links), appending an
 // event, its metadata shown and edited as JSON, and soft or hard deletion behind a confirmation.
@@ -73,6 +74,7 @@ export function StreamView({ stream, page }: { stream: string; page: string[] })
         <>
           <AppendForm stream={stream} onAppended={() => (atHead ? refresh() : navigate('streams', stream))} />
           <MetadataEditor stream={stream} meta={meta.data} onSaved={refresh} />
+          <AclForm stream={stream} meta={meta.data} onSaved={refresh} />
           <DeleteActions stream={stream} disabled={status === 404 && !softDeleted} onDeleting={setDeleting}
             onDeleted={() => (atHead ? refresh() : navigate('streams', stream))} />
         </>
