@@ -47,7 +47,7 @@ describe('accessibility', () => {
         ['/projections', 'Projections'], [`/projections/${encodeURIComponent(projection)}`, projection],
         ['/projections/new', 'New projection'],
         ['/subscriptions', 'Persistent subscriptions'], [`/subscriptions/${encodeURIComponent(stream)}/${group}`, group],
-        ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'],
+        ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'], ['/streams/$all', 'All events'], ['/cluster', 'Cluster'],
       ];
       for (const [route, heading] of routes) {
         await page.goto(`${c.url}#${route}`);
