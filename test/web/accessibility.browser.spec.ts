@@ -48,7 +48,7 @@ describe('accessibility', () => {
         [`/projections/${encodeURIComponent(projection)}/debug`, `Debug ${projection}`],
         ['/projections/new', 'New projection'],
         ['/subscriptions', 'Persistent subscriptions'], [`/subscriptions/${encodeURIComponent(stream)}/${group}`, group],
-        ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'],
+        ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'], ['/streams/$all', 'All events'], ['/cluster', 'Cluster'],
       ];
       for (const [route, heading] of routes) {
         await page.goto(`${c.url}#${route}`);

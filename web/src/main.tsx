@@ -9,6 +9,7 @@ import Projections from './pages/projections';
 import Subscriptions from './pages/subscriptions';
 import Admin from './pages/admin';
 import Users from './pages/users';
+import Cluster from './pages/cluster';
 import type { ViewProps } from './view';
 import './style.css';
 
@@ -29,6 +30,8 @@ const AREAS: Area[] = [
   { name: 'streams', title: 'Streams', view: Streams, shown: () => true },
   { name: 'projections', title: 'Projections', view: Projections, shown: () => true },
   { name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true },
+  // GET /gossip is everyone's (clients discover a cluster before logging in): so is this page.
+  { name: 'cluster', title: 'Cluster', view: Cluster, shown: () => true },
   { name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s) },
   { name: 'users', title: 'Users', view: Users, shown: () => true },
 ];
