@@ -17,9 +17,12 @@ interface Target {
   met?(row: Row): boolean;
 }
 
+// The performance issue's targets (issue 33): appends of 1 event at 0.60 of bare fastify, of 100
+// events at half the ceiling's events/s, 20-event pages with bodies at half of bare fastify
+// serving the same bytes.
 const TARGETS: Record<ScenarioId, Target> = {
-  a: { text: '≥ 0.40 of ceiling', met: (r) => ratio(r) >= 0.4 },
-  b: { text: '≥ 150,000 events/s', met: (r) => r.node.eventsPerSec >= 150_000 },
+  a: { text: '≥ 0.60 of ceiling', met: (r) => ratio(r) >= 0.6 },
+  b: { text: '≥ 0.50 of ceiling', met: (r) => ratio(r) >= 0.5 },
   c: { text: '≥ 0.50 of ceiling', met: (r) => ratio(r) >= 0.5 },
   d: { text: 'reported' },
 };

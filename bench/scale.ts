@@ -14,7 +14,10 @@ const EVENTS = Number(process.env.BENCH_SCALE_EVENTS ?? 1_000_000);
 const STREAMS = Number(process.env.BENCH_SCALE_STREAMS ?? 100_000);
 const PER_APPEND = 10;
 const CATEGORIES = 10;
-const TARGETS = { startSeconds: 3, rssMb: 400, catchUpSeconds: 60, extraRate: 250_000 };
+// The performance issue's targets (issue 33): the twenty catch up in 60 s, or in at most 12x the
+// time one projection alone takes over the same log in the same run; 400 MB at the peak, 300 MB
+// after a restart; reads and all twenty Running 3 s after a restart.
+const TARGETS = { startSeconds: 3, rssMb: 400, rssRestartedMb: 300, catchUpSeconds: 60, aloneFactor: 12, extraRate: 250_000 };
 const AUTH = { Authorization: `Basic ${Buffer.from('admin:changeit').toString('base64')}` };
 const QUERIES = [
   (i: number) => `fromAll().when({ $init: () => ({ n: 0, sum: 0 }), Added: (s, e) => { s.n++; s.sum += e.body.v + ${i}; } })`,
@@ -125,12 +128,15 @@ async function main(): Promise<void> {
     await server.stop();
 
     const summed = (20 * EVENTS) / catchUpSeconds;
+    // One projection alone over the same log, in this run: the extra one below (the twenty idle, live).
+    const aloneSeconds = EVENTS / extraRate;
+    const catchUpMet = catchUpSeconds <= TARGETS.catchUpSeconds || catchUpSeconds <= TARGETS.aloneFactor * aloneSeconds;
     const rows = [
-      ['20 projections catching up together', `${catchUpSeconds.toFixed(1)} s (${Math.round(summed).toLocaleString('en-US')} events/s summed)`, `≤ ${TARGETS.catchUpSeconds} s`, catchUpSeconds <= TARGETS.catchUpSeconds ? 'PASS' : 'MISS'],
+      ['20 projections catching up together', `${catchUpSeconds.toFixed(1)} s (${Math.round(summed).toLocaleString('en-US')} events/s summed; ${(catchUpSeconds / aloneSeconds).toFixed(1)}x one alone, ${aloneSeconds.toFixed(1)} s)`, `≤ ${TARGETS.catchUpSeconds} s or ≤ ${TARGETS.aloneFactor}x one alone`, catchUpMet ? 'PASS' : 'MISS'],
       ['RSS, peak during the catch-ups', `${Math.round(peakRss)} MB`, `≤ ${TARGETS.rssMb} MB`, peakRss <= TARGETS.rssMb ? 'PASS' : 'MISS'],
       ['RSS after the catch-up', `${Math.round(rssAfter)} MB`, `≤ ${TARGETS.rssMb} MB`, rssAfter <= TARGETS.rssMb ? 'PASS' : 'MISS'],
       ['start: a stream read answers and all 20 are Running', `${startSeconds.toFixed(2)} s`, `≤ ${TARGETS.startSeconds} s`, startSeconds <= TARGETS.startSeconds ? 'PASS' : 'MISS'],
-      ['RSS after the restart', `${Math.round(rssRestarted)} MB`, `≤ ${TARGETS.rssMb} MB`, rssRestarted <= TARGETS.rssMb ? 'PASS' : 'MISS'],
+      ['RSS after the restart', `${Math.round(rssRestarted)} MB`, `≤ ${TARGETS.rssRestartedMb} MB`, rssRestarted <= TARGETS.rssRestartedMb ? 'PASS' : 'MISS'],
       ['one more projection catching up while the 20 are live', `${Math.round(extraRate).toLocaleString('en-US')} events/s (RSS then ${Math.round(rssEnd)} MB)`, `≥ ${TARGETS.extraRate.toLocaleString('en-US')} events/s`, extraRate >= TARGETS.extraRate ? 'PASS' : 'MISS'],
       ['system projections catching up (before the 20)', `${systemSeconds.toFixed(1)} s`, 'reported', ''],
     ];

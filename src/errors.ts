@@ -16,7 +16,8 @@ export type LogErrorCode =
 /** The verbs' own refusals (src/verbs). */
 export type VerbErrorCode = 'ACCESS_DENIED' | 'NOT_PERMITTED' | 'INVALID_REQUEST';
 
-export type ProjectionErrorCode = 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'QUERY_SYNTAX';
+/** PROJECTION_BUSY: the node runs as many debug runs as it takes (POST /projections/debug). */
+export type ProjectionErrorCode = 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'PROJECTION_BUSY' | 'QUERY_SYNTAX';
 
 export type SubscriptionErrorCode =
   | 'SUBSCRIPTION_NOT_FOUND' | 'SUBSCRIPTION_EXISTS' | 'SUBSCRIPTION_LIMIT' | 'SUBSCRIPTION_SETTINGS' | 'SUBSCRIPTION_FULL'

@@ -356,6 +356,8 @@ const MATRIX: Record<string, Case[]> = {
     method: 'POST', path: `/projections/transient?name=${uniq('t')}&enabled=no`, headers: { 'Content-Type': JSON_TYPE }, body: QUIET_QUERY('nothing'),
   })),
   'POST /projections/read-events': byAcl(200, (s) => jsonPost('/projections/read-events', { query: { streams: [s] }, maxEvents: 1 })),
+  // Debugging reads the query's source as the caller: the rights of a read of its stream.
+  'POST /projections/debug': byAcl(200, (s) => jsonPost('/projections/debug', { query: QUIET_QUERY(s), events: { first: 1 } })),
   'GET /projection/:name': one('continuous', authenticated(200), () => get(`/projection/${continuous}`)),
   'GET /projection/:name/statistics': one('continuous', authenticated(200), () => get(`/projection/${continuous}/statistics`)),
   'GET /projection/:name/state': one('continuous', authenticated(200), () => get(`/projection/${continuous}/state`)),

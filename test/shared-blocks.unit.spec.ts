@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExpectedVersion, newUuid, Store, type EventRecord, type ProposedEvent } from '../src/store/index.js';
-import { BLOCK_BYTES } from '../src/store/shared-blocks.js';
+import { BLOCK_BYTES, type BlockReadAhead } from '../src/store/shared-blocks.js';
 import { Rocks } from '../src/store/rocks.js';
 import { metaKey, u64Value } from '../src/store/keys.js';
 
@@ -174,6 +174,58 @@ describe('shared log blocks', () => {
     expect(gone.length).toBeGreaterThan(0);
     await store.remove({ records: gone, chunkOps: [], sync: true });
     const after = store.readAllForward(0, 2000, reader).records;
+    expect(after.some((r) => r.streamId === 's-0')).toBe(false);
+    expect(view(after)).toEqual(view(store.readAllForward(0, 2000).records));
+  });
+
+  it('the blocks after a reader are read ahead on the log-read thread, and then served without reading RocksDB again', async () => {
+    const store = await openStore(64 * 1024 * 1024);
+    await fill(store, 3000);
+    const reader = {};
+    const first = store.readAllForward(0, 200, reader);
+    // Reading inside block 0 sent the next blocks to the thread.
+    const landing = store.blocks.landingAt(BLOCK_BYTES);
+    expect(landing).toBeDefined();
+    await landing;
+    await store.blocks.landingAt(2 * BLOCK_BYTES);
+    const { reads, readAhead } = store.blocks.counters;
+    expect(readAhead).toBeGreaterThan(0);
+    // From block 1 on the records come from the blocks read ahead: no read of RocksDB for them.
+    let position = first.nextPosition;
+    while (position < 2 * BLOCK_BYTES) {
+      const plain = store.readAllForward(position, 300);
+      const shared = store.readAllForward(position, 300, {});
+      expect(view(shared.records)).toEqual(view(plain.records));
+      position = shared.nextPosition;
+    }
+    expect(store.blocks.counters.reads - reads).toBe(0);
+  });
+
+  it('a block read ahead before a scavenge removed records from it is not kept', async () => {
+    const store = await openStore(64 * 1024 * 1024);
+    await fill(store, 2000);
+    // The thread reads the block at once, before the removal; its answer is held until after it.
+    let deliver!: () => void;
+    const held = new Promise<void>((resolve) => { deliver = resolve; });
+    let arrived!: () => void;
+    const read = new Promise<void>((resolve) => { arrived = resolve; });
+    const thread = (store as unknown as { readThread: BlockReadAhead }).readThread;
+    store.blocks.readAheadOn({
+      forward: (r) => thread.forward(r)?.then(async (rows) => {
+        if (r.from === BLOCK_BYTES) arrived();
+        await held;
+        return rows;
+      }),
+    });
+    store.readAllForward(0, 100, {});
+    const landing = store.blocks.landingAt(BLOCK_BYTES);
+    expect(landing).toBeDefined();
+    await read;
+    const gone = store.readAllForward(0, 2000).records.filter((r) => r.streamId === 's-0');
+    await store.remove({ records: gone, chunkOps: [], sync: true });
+    deliver();
+    await landing;
+    const after = store.readAllForward(0, 2000, {}).records;
     expect(after.some((r) => r.streamId === 's-0')).toBe(false);
     expect(view(after)).toEqual(view(store.readAllForward(0, 2000).records));
   });

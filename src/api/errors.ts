@@ -160,6 +160,7 @@ const DOMAIN_ANSWERS: { readonly [C in DomainErrorCode]: (error: WithCode<KnownD
   PROJECTION_NOT_FOUND: (e) => new ApiError('NOT_FOUND', e.message),
   PROJECTION_EXISTS: (e) => new ApiError('CONFLICT', e.message),
   PROJECTION_REFUSED: (e) => new ApiError('BAD_REQUEST', e.message),
+  PROJECTION_BUSY: (e) => new ApiError('SERVICE_UNAVAILABLE', e.message),
   QUERY_SYNTAX: (e) => new ApiError('BAD_REQUEST', e.message),
   SUBSCRIPTION_NOT_FOUND: (e) => (e.lookUp ? new ApiError('NOT_FOUND') : new ApiError('SUBSCRIPTION_NOT_FOUND', e.message)),
   SUBSCRIPTION_EXISTS: (e) => new ApiError('SUBSCRIPTION_EXISTS', e.message),

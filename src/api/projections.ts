@@ -1,16 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/index.js';
 import {
-  DEFAULT_CONFIG, parseReadEventsRequest, readEvents, type Projection, type ProjectionConfig, type ProjectionMode, type SourceDefinition,
+  DEFAULT_CONFIG, DEFAULT_DEBUG_EVENTS, type DebugEvents, type Projection, type ProjectionConfig, type ProjectionMode, type SourceDefinition,
 } from '../projections/index.js';
-import { createRight, type ProjectionFigures, type ProjectionListing } from '../verbs/index.js';
+import { createRight, type DebugRequest, type ProjectionFigures, type ProjectionListing } from '../verbs/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { decodeJsonBody, lowerCaseBodyMembers } from './json-body.js';
 import { baseUrl, escapeStream } from './urls.js';
 import { inEverySpelling } from './header-spellings.js';
 import { principalOf, type ApiContext } from './context.js';
-import { requireAccess, requireAuthenticated, requireOpsForProjections, requireRight } from './guards.js';
+import { requireAuthenticated, requireOpsForProjections, requireRight } from './guards.js';
 import { sendJson } from './reply.js';
+import { debugReportJson } from './debug-report.js';
 import { formatted } from './schemas.js';
 
 // The projections API: create, list, read state and result, query and config, commands, delete.
@@ -49,6 +50,30 @@ const SCHEMAS = {
     properties: { type: { type: 'string', pattern: '^[jJ][sS]$', errorMessage: 'Unsupported projection handler type: {value}' } },
   } },
   readEvents: { body: { errorMessage: 'The body must be JSON: {"query": {...}, "position": {...}, "maxEvents": n}.' } },
+  /** The shapes of a debug run's body; its bounds are the verb's (ProjectionVerbs.debug). */
+  debug: { body: {
+    type: 'object',
+    // Not additionalProperties: fastify's validator would drop unknown members, and a misspelt one be ignored.
+    propertyNames: { enum: ['query', 'name', 'emit', 'mode', 'events'], errorMessage: 'Unknown member {value}: the body takes query, name, emit, mode and events.' },
+    errorMessage: 'The body must be a JSON object: {"query": "...", "name": "...", "emit": false, "mode": "Continuous", "events": {...}} (each optional).',
+    properties: {
+      query: { type: 'string', errorMessage: 'query must be the source of a query (a string).' },
+      name: { type: 'string', minLength: 1, errorMessage: 'name must be the name of a projection.' },
+      emit: { type: 'boolean', errorMessage: 'emit must be true or false.' },
+      mode: { enum: ['Continuous', 'OneTime', 'Transient'], errorMessage: 'mode must be Continuous, OneTime or Transient.' },
+      events: {
+        type: 'object',
+        propertyNames: { enum: ['first', 'stream', 'from', 'count'], errorMessage: 'Unknown member events.{value}: events takes first, or stream, from and count.' },
+        errorMessage: 'events must be {"first": n} or {"stream": "s", "from": n, "count": k}.',
+        properties: {
+          first: { type: 'integer', errorMessage: 'events.first must be an integer.' },
+          stream: { type: 'string', minLength: 1, errorMessage: 'events.stream must be a stream name.' },
+          from: { type: 'integer', errorMessage: 'events.from must be an event number.' },
+          count: { type: 'integer', errorMessage: 'events.count must be an integer.' },
+        },
+      },
+    },
+  } },
   query: { querystring: flagsQuery('config') },
   updateQuery: { querystring: { type: 'object', properties: { emit: flagSchema('emit') } } },
   /** Member names lower-cased (see lowerCaseBodyMembers), checked in this order; null is the default. */
@@ -166,6 +191,26 @@ function queryConfig(p: Projection): Record<string, unknown> {
   return out;
 }
 
+/** A debug run's body, as SCHEMAS.debug checked it. */
+interface DebugBody {
+  query?: string; name?: string; emit?: boolean; mode?: ProjectionMode;
+  events?: { first?: number; stream?: string; from?: number; count?: number };
+}
+
+/** Which of the two forms of `events` the body uses (a stream range reads from 0, DEFAULT_DEBUG_EVENTS events, unless told). */
+function debugRequestOf(body: DebugBody): DebugRequest {
+  const e = body.events;
+  let events: DebugEvents | undefined;
+  if (e?.stream !== undefined) {
+    if (e.first !== undefined) throw badRequest('events takes either first or a stream range, not both.');
+    events = { stream: e.stream, from: e.from ?? 0, count: e.count ?? DEFAULT_DEBUG_EVENTS };
+  } else if (e !== undefined) {
+    if (e.from !== undefined || e.count !== undefined) throw badRequest('events.from and events.count need events.stream.');
+    if (e.first !== undefined) events = { first: e.first };
+  }
+  return { query: body.query, name: body.name, emit: body.emit, mode: body.mode, events };
+}
+
 const MODES: Record<string, ProjectionMode> = { continuous: 'Continuous', onetime: 'OneTime', transient: 'Transient' };
 
 export function registerProjections(app: FastifyInstance, ctx: ApiContext): void {
@@ -194,13 +239,12 @@ export function registerProjections(app: FastifyInstance, ctx: ApiContext): void
     });
   }
 
-  app.post('/projections/read-events', { ...authenticated, schema: SCHEMAS.readEvents, preValidation: decodeJsonBody }, async (req, reply) => {
-    const request = parseReadEventsRequest(req.body);
-    const { definition } = request;
-    if (definition.allStreams) requireAccess(ctx, req, 'r', '$all');
-    for (const stream of definition.streams) requireAccess(ctx, req, 'r', stream);
-    for (const category of definition.categories) requireAccess(ctx, req, 'r', `$ce-${category}`);
-    return sendJson(reply, 200, readEvents(ctx.store, request));
+  app.post('/projections/read-events', { ...authenticated, schema: SCHEMAS.readEvents, preValidation: decodeJsonBody }, async (req, reply) =>
+    sendJson(reply, 200, verbs.readEvents(principalOf(req), req.body)));
+
+  app.post('/projections/debug', { ...authenticated, schema: SCHEMAS.debug, preValidation: decodeJsonBody }, async (req, reply) => {
+    const report = await verbs.debug(principalOf(req), debugRequestOf(req.body as DebugBody));
+    return reply.code(200).type('application/json; charset=utf-8').send(debugReportJson(report));
   });
 
   app.get('/projection/:name', authenticated, async (req, reply) => sendJson(reply, 200, statisticsOf(req, find(req))));

@@ -151,6 +151,11 @@ export class UserStore {
     }
   }
 
+  /** The principal of an `Authorization` header value already verified (and still valid), without waiting. */
+  verifiedPrincipal(header: string): Principal | undefined {
+    return this.verified.get(header);
+  }
+
   /** Checks an `Authorization: Basic` header value; concurrent checks of one value share one scrypt run. */
   authenticate(header: string): Promise<AuthResult> {
     const known = this.verified.get(header);

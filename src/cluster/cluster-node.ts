@@ -24,6 +24,10 @@ import type { Transport } from './transport.js';
 // acknowledged is on the new leader. A node that stops leading (its lease or its key gone) and a
 // follower that must drop an unreplicated tail restart (ClusterHooks.restart): their services and
 // caches start afresh from the log.
+//
+// Somewhat over 400 lines on purpose: this is the one state machine of a node's role, and every
+// transition reads the same few fields; the membership in etcd (membership.ts), the epochs
+// (epochs.ts) and the replication itself (leader.ts, follower.ts) are already apart.
 
 export interface ClusterAddresses {
   name: string;

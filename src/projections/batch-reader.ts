@@ -94,7 +94,10 @@ export class BatchReader {
 
   /** Whether the next batch from `position` may be read ahead now: not while slower readers still need the blocks it would push out. */
   mayReadAhead(position: number): boolean {
-    return this.streamSource() !== undefined || !this.store.blocks.mustWait(this, position, this.store.headPosition, this.skipsSystem);
+    if (this.streamSource() !== undefined) return true;
+    // Its block is still on its way from the log-read thread: read it after this batch (joinConvoy waits for it).
+    if (this.store.blocks.landingAt(position, this.skipsSystem)) return false;
+    return !this.store.blocks.mustWait(this, position, this.store.headPosition, this.skipsSystem);
   }
 
   /**
@@ -104,6 +107,9 @@ export class BatchReader {
   async joinConvoy(position: number, stopRequested: () => boolean): Promise<void> {
     const until = performance.now() + CONVOY_WAIT_MS;
     if (this.streamSource()) return; // it reads no shared blocks
+    // The block to read is on its way from the log-read thread: wait for it rather than read it again.
+    const landing = this.store.blocks.landingAt(position, this.skipsSystem);
+    if (landing) await landing;
     while (!stopRequested() && performance.now() < until && this.store.blocks.mustWait(this, position, this.store.headPosition, this.skipsSystem)) {
       await this.store.blocks.progress(50);
     }

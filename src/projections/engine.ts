@@ -61,8 +61,10 @@ export class JsEngine implements Engine {
   /**
    * `run.partitionCache`: partitions the sandbox keeps (the others are read from their checkpoints
    * when an event needs them); 0 keeps them all (a run without checkpoints has nothing to read back).
+   * `run.trace`: each outcome says what ran for each event (the debugger's runs).
    */
-  static async create(query: string, limits: EngineLimits, run: { emitEnabled: boolean; mode: ProjectionMode; partitionCache: number },
+  static async create(query: string, limits: EngineLimits,
+    run: { emitEnabled: boolean; mode: ProjectionMode; partitionCache: number; trace?: boolean },
     stored: Record<string, StoredPartition>): Promise<JsEngine> {
     const sandbox = await Sandbox.create(query, limits);
     try {
@@ -71,6 +73,7 @@ export class JsEngine implements Engine {
       const resultsPerEvent = writesRunningResults(sandbox.definition, run.mode);
       const { plainEvents } = await sandbox.start({
         emitEnabled: run.emitEnabled, resultsPerEvent, partitionCache: run.partitionCache, maxEmitsPerEvent: limits.maxEmitsPerEvent,
+        trace: run.trace === true,
       }, stored);
       const delivery = deliveryFor(sandbox.eventUse, plainEvents, needsRawBody(sandbox.definition, query), run.emitEnabled);
       return new JsEngine(sandbox, delivery, plainEvents);

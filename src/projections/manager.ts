@@ -27,7 +27,7 @@ import { validateQuery } from './validate.js';
 
 /** A projection request refused: no such projection, a duplicate name, or a request it cannot take now or at all. */
 export class ProjectionError extends DomainError {
-  constructor(readonly code: 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED', message: string,
+  constructor(readonly code: 'PROJECTION_NOT_FOUND' | 'PROJECTION_EXISTS' | 'PROJECTION_REFUSED' | 'PROJECTION_BUSY', message: string,
     /** The projection asked for, where the refusal is about one. */
     readonly projection?: string) {
     super(message);
@@ -63,6 +63,11 @@ export class ProjectionManager {
   private restarting = false;
 
   constructor(private readonly store: Store, private readonly log: Logger, private readonly options: ManagerOptions) {}
+
+  /** What the node's options allow every projection it runs (the debugger's runs too). */
+  get limits(): RuntimeLimits {
+    return this.options;
+  }
 
   /** Restores every persisted projection (creating the system ones on a new database) and starts the enabled ones. */
   async start(): Promise<void> {

@@ -155,11 +155,16 @@ export class PartitionCache {
 
   /** MaxProjectionStateSize: a partition whose state and result outgrow it faults the projection. */
   private checkStateSize(partition: string, state: string | null, result: string | null): void {
-    const max = this.run.maxStateBytes;
-    if (max <= 0) return;
-    const size = Buffer.byteLength(state ?? '', 'utf8') + (result === state ? 0 : Buffer.byteLength(result ?? '', 'utf8'));
-    if (size <= max) return;
-    const where = partition === '' ? '' : ` in partition '${shownName(partition)}'`;
-    throw new Error(`The state size of projection '${this.run.name}'${where} is ${size} bytes which exceeds the configured MaxProjectionStateSize of ${max} bytes.`);
+    const problem = stateSizeProblem(this.run.name, partition, state, result, this.run.maxStateBytes);
+    if (problem) throw new Error(problem);
   }
+}
+
+/** Why a partition's state and result cannot be stored (MaxProjectionStateSize, `max` bytes; 0: no limit), or undefined. */
+export function stateSizeProblem(name: string, partition: string, state: string | null, result: string | null, max: number): string | undefined {
+  if (max <= 0) return undefined;
+  const size = Buffer.byteLength(state ?? '', 'utf8') + (result === state ? 0 : Buffer.byteLength(result ?? '', 'utf8'));
+  if (size <= max) return undefined;
+  const where = partition === '' ? '' : ` in partition '${shownName(partition)}'`;
+  return `The state size of projection '${name}'${where} is ${size} bytes which exceeds the configured MaxProjectionStateSize of ${max} bytes.`;
 }

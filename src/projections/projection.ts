@@ -446,6 +446,7 @@ function sinceCheckpoint(): { handled: number; unhandledBytes: number; touched: 
   return { handled: 0, unhandledBytes: 0, touched: false, at: Date.now() };
 }
 
-function handlerFailure(name: string, position: number | undefined, message: string): string {
+/** The reason a projection faults with when its query failed at the event at `position`. */
+export function handlerFailure(name: string, position: number | undefined, message: string): string {
   return `The ${name} projection failed to process an event.\r\nHandler: js\r\nEvent Position: C:${position}/P:${position}\r\n\r\nMessage:\r\n\r\n${message}`;
 }

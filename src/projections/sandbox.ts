@@ -26,6 +26,16 @@ export type StoredPartition = [string | null, string | null] | null;
 /** Reads the stored states of partitions that are not resident in the sandbox. */
 export type PartitionLookup = (partitions: string[]) => Record<string, StoredPartition>;
 
+/** What ran for one event (a run started with `trace`, the debugger's): see language/execution.js. */
+export interface EventTrace {
+  /** Its partition; null when it reached no handler or partitionBy gave it none (it was skipped). */
+  partition: string | null;
+  /** The handler key it reached (an event type, `$any`, `$deleted`); null for none. */
+  handler: string | null;
+  /** Every query function called for it, in order (`partitionBy`, `$init`, `$initShared`, `$created`, the handler). */
+  calls: string[];
+}
+
 export interface BatchOutcome {
   emitted: EmittedEvent[];
   changed: ChangedPartition[];
@@ -42,6 +52,8 @@ export interface BatchOutcome {
   results?: [string, string | null][];
   /** Partitions resident in the sandbox after the batch. */
   resident?: number;
+  /** With `trace` started: what ran for each event, in event order (up to and including a failing one). */
+  trace?: EventTrace[];
 }
 
 export interface SandboxLimits {
@@ -137,7 +149,7 @@ export class Sandbox {
    * Switches to the execution phase with the stored partition states ({partition: [state, result]}).
    * `plainEvents`: handlers get unfrozen event objects with only the fields they read (see event-use.ts).
    */
-  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean; partitionCache: number; maxEmitsPerEvent: number },
+  async start(config: { emitEnabled: boolean; resultsPerEvent: boolean; partitionCache: number; maxEmitsPerEvent: number; trace?: boolean },
     states: Record<string, StoredPartition>): Promise<{ plainEvents: boolean }> {
     const text = await this.entry.start.apply(undefined, [JSON.stringify({ ...config, eventUse: this.eventUse }), JSON.stringify(states)],
       { arguments: { copy: true }, result: { copy: true }, timeout: this.limits.timeoutMs }) as string;

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import type { BatchOp, Rocks } from './rocks.js';
 import { ReplicationMismatchError } from './errors.js';
-import { decodeRecord, encodeRecord, type EventRecord } from './record.js';
+import { decodeRecord, encodedRecord, encodeRecord, type EventRecord } from './record.js';
 import { eventIdKey, hintKey, indexKey, readU64, u64Value } from './keys.js';
 import type { LogSpaces } from './log-spaces.js';
 import type { EventIdFilter } from './id-filter.js';
@@ -245,8 +245,8 @@ export class BatchBuilder implements StreamView {
     if (bytes.length > room && bytes.length <= this.deps.chunkSize) position += room;
     assert(position >= this.position, 'log positions strictly increase');
     if (!tombstone) assert(eventNumber === info.lastEventNumber + 1, 'event numbers are contiguous within a stream');
-    // Read back from its bytes, as every reader of the log sees it (encoders copy from them).
-    const stored = decodeRecord(position, bytes);
+    // Over its bytes, as every reader of the log sees it (encoders copy from them).
+    const stored = encodedRecord(position, bytes, streamId, e.eventType);
     this.place(stored, bytes, info);
     return stored;
   }

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { BatchBuilder, MAX_BYTES_PER_BATCH, type BuilderDeps } from './batch-builder.js';
-import type { Batch, BatchSource, ClientPending, FailedBatch, Pending } from './commit-pipeline.js';
-import { isClientWrite, isDeferred } from './commit-pipeline.js';
+import type { Batch, BatchSource, ClientPending, FailedBatch, Pending } from './batch.js';
+import { isClientWrite, isDeferred } from './batch.js';
 import {
   decideAppend, decideDelete, doorRefusal, streamsOf, writeRefusal, type AppendDecision, type AppendResult, type Refusal, type StreamWrite,
 } from './commit-decision.js';

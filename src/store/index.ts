@@ -16,8 +16,7 @@ import type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.
 import type { ProposedEvent } from './proposed-event.js';
 import type { ReplicationGate } from './commit-pipeline.js';
 import type { SpaceWatch } from './out-of-space.js';
-import type { ShippedBatch } from './replicated-writes.js';
-import type { Removal } from './removals.js';
+import type { Removal, ShippedBatch } from './batch.js';
 import { storedChunkTimes } from './chunk-times.js';
 import { COMMIT_KEY, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoint } from './stream-state.js';
 import { StreamInfos } from './stream-infos.js';
@@ -46,8 +45,7 @@ export type { EventRecord } from './record.js';
 export { proposedEvent, jsonEvent, metadataEvent, type ProposedEvent, type EventFields } from './proposed-event.js';
 export type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
 export type { ReplicationGate } from './commit-pipeline.js';
-export type { ShippedBatch } from './replicated-writes.js';
-export type { Removal } from './removals.js';
+export type { Removal, ShippedBatch } from './batch.js';
 export { chunkName, encodeChunk, dropChunkEntry, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage, RecordPlace } from './reader.js';
@@ -167,6 +165,7 @@ export class Store {
     this.blocks = new SharedBlocks(spaces, parts.sharedReadBytes);
     this.horizon = new CommitHorizon(streams, checkpoint.nextPosition, (ids) => this.reader.forgetMetadata(ids));
     this.readThread = new LogReadThread(() => rocks.handle, parts.splitFrom);
+    this.blocks.readAheadOn(this.readThread);
     this.reader = new Reader(rocks, spaces, streams, this.horizon.visible, tail, this.blocks, this.readThread);
     this.idFilter = new EventIdFilter(parts.idFilterBytes);
     this.writer = new Writer({

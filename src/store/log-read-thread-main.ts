@@ -9,10 +9,10 @@ import type { ForwardRead, ThreadAnswer } from './log-read-thread.js';
 const { handle, splitFrom } = workerData as { handle: bigint; splitFrom: number };
 const spaces = new LogSpaces(await Rocks.attach(handle), splitFrom);
 
-parentPort!.on('message', ({ id, from, limit, to }: ForwardRead & { id: number }) => {
+parentPort!.on('message', ({ id, from, limit, to, userOnly }: ForwardRead & { id: number }) => {
   let answer: ThreadAnswer;
   try {
-    const rows = spaces.forward(from, limit, to);
+    const rows = spaces.forward(from, limit, to, userOnly === true);
     const count = rows.positions.length;
     let total = 0;
     for (const v of rows.values) total += v.length;

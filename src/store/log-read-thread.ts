@@ -22,8 +22,11 @@ export interface PackedRows {
 
 export interface ForwardRead {
   readonly from: number;
-  readonly limit: number;
+  /** Rows at most (undefined: every row up to `to`). */
+  readonly limit: number | undefined;
   readonly to: number;
+  /** The records of user streams only (log-spaces.ts: LogSpaces.forward's `userOnly`). */
+  readonly userOnly?: boolean;
 }
 
 /** The message the thread answers with. */

@@ -1,5 +1,7 @@
-import type { BatchOp } from './rocks.js';
 import type { LoopSlices } from '../loop-slices.js';
+
+/** One operation of a RocksDB write batch: a put (key and value) or a delete (key alone). */
+export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buffer];
 
 // The operations of one RocksDB write batch packed into a few large buffers, to hand a large
 // batch to the write thread (write-thread.ts) a part at a time: tens of transfers instead of

@@ -111,6 +111,14 @@ export function decodeRecord(position: number, buf: Buffer, start = 0, end = buf
 }
 
 /**
+ * The record just encoded (encodeRecord) into `buf`, as a reader of the log sees it, without
+ * decoding the names back from the bytes: the writer passes the strings it encoded them from.
+ */
+export function encodedRecord(position: number, buf: Buffer, streamId: string, eventType: string): EventRecord {
+  return new DecodedRecord(position, buf, 0, buf.length, streamId, eventType);
+}
+
+/**
  * A record read from its bytes. The id, data and metadata views are made when first used: a
  * reader that looks only at stream, number and type (most system projection work) allocates
  * one object per record instead of four, which keeps young-generation GC pauses short.
@@ -134,7 +142,8 @@ class DecodedRecord implements StoredRecord {
   private dataView: Buffer | undefined = undefined;
   private metadataView: Buffer | undefined = undefined;
 
-  constructor(readonly position: number, readonly bytes: Buffer, readonly start: number, end: number) {
+  constructor(readonly position: number, readonly bytes: Buffer, readonly start: number, end: number,
+    knownStreamId?: string, knownEventType?: string) {
     const flags = bytes[start + 1];
     this.size = end - start;
     this.eventNumber = bytes.readDoubleBE(start + 2);
@@ -144,8 +153,8 @@ class DecodedRecord implements StoredRecord {
     this.dataLength = bytes.readUInt32BE(start + 38);
     this.metadataLength = bytes.readUInt32BE(start + 42);
     let o = start + HEADER;
-    this.streamId = internUtf8(bytes, o, o + streamLength); o += streamLength;
-    this.eventType = internUtf8(bytes, o, o + typeLength); o += typeLength;
+    this.streamId = knownStreamId ?? internUtf8(bytes, o, o + streamLength); o += streamLength;
+    this.eventType = knownEventType ?? internUtf8(bytes, o, o + typeLength); o += typeLength;
     this.dataStart = o;
     this.isJson = (flags & FLAG.JSON) !== 0;
     this.dataIsJson = (flags & FLAG.DATA_JSON) !== 0;

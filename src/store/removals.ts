@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { BatchOp } from './rocks.js';
-import type { Batch, BatchSource, Pending } from './commit-pipeline.js';
+import type { Batch, BatchSource, Pending, Removal } from './batch.js';
 import type { EventRecord } from './record.js';
 import { eventIdKey, hintKey, indexKey } from './keys.js';
 import type { LogSpaces } from './log-spaces.js';
@@ -12,17 +12,6 @@ import type { SpaceReclaimer } from './space-reclaim.js';
 // The batch source of a scavenge's removals: the records it found removable, with their index,
 // event-id and hint entries, and its chunk-table changes, one removal per batch, in order with
 // every other write. The log's end does not move; the record count goes down with it.
-
-/**
- * What a scavenge removes in one batch: records (with their index and event-id entries) and
- * chunk-table changes. Written alone, in order with every other write.
- */
-export interface Removal {
-  records: readonly EventRecord[];
-  chunkOps: readonly BatchOp[];
-  /** Sync the batch (and with it everything before it): a scavenge checkpoint follows it. */
-  sync: boolean;
-}
 
 export interface RemovalsDeps {
   spaces: LogSpaces;

@@ -1,5 +1,5 @@
 import { BatchBuilder, MAX_BYTES_PER_BATCH, type BuilderDeps } from './batch-builder.js';
-import type { Batch, BatchSource, FailedBatch, Pending, ReplicatedPending } from './commit-pipeline.js';
+import type { Batch, BatchSource, FailedBatch, Pending, ReplicatedPending } from './batch.js';
 import { ReplicationMismatchError } from './errors.js';
 import type { WriterCheckpoint } from './stream-state.js';
 
@@ -7,12 +7,6 @@ import type { WriterCheckpoint } from './stream-state.js';
 // positions, with the same index, event-id, hint, chunk-time and stream-info entries as the
 // leader's (BatchBuilder.addReplicated), in one synced batch. Nothing is decided here: the leader
 // decided; records that do not follow this log fail their batch (ReplicationMismatchError).
-
-/** A durable batch as the leader ships it: each record's position and encoded bytes, in log order. */
-export interface ShippedBatch {
-  positions: readonly number[];
-  records: readonly Buffer[];
-}
 
 export class ReplicatedWrites implements BatchSource {
   constructor(private readonly deps: BuilderDeps & { checkpoint: WriterCheckpoint }) {}

@@ -5,14 +5,14 @@ import { join, resolve } from 'node:path';
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { metaKey } from './keys.js';
 import { isOutOfSpace, noSpaceReason, OutOfSpaceError } from './out-of-space.js';
-import { unpackOps } from './packed-ops.js';
+import { unpackOps, type BatchOp } from './packed-ops.js';
 
 // The RocksDB handle and the few synchronous calls the store makes. The store serialises all
 // writes through one writer, and reads are short range scans, so synchronous native calls
 // (no thread-pool hop per read) are the fast path here.
 
 export interface Range { gte?: Buffer; gt?: Buffer; lt?: Buffer; lte?: Buffer; limit?: number; reverse?: boolean }
-export type BatchOp = readonly [key: Buffer, value: Buffer] | readonly [key: Buffer];
+export type { BatchOp } from './packed-ops.js';
 
 /** See Rocks.packedBatch. */
 export interface PackedBatch {

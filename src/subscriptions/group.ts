@@ -20,6 +20,11 @@ import { GroupBuffers, type OfferOutcome } from './buffers.js';
 // same outstanding set, so a message is with one consumer at a time, whichever door it took.
 // Buffers, deadlines and retry counts live in memory, within the bounds of limits.ts; the
 // checkpoint (checkpoints.ts) and the parked messages live in the log.
+//
+// Over 400 lines on purpose: the message state machine above is one set of transitions over one
+// outstanding set, kept in one file so that every path that leases, acks, retries or parks a
+// message reads in one place; the buffers, parked stream, checkpoints, consumers and strategies
+// are apart already.
 
 export type NackAction = 'Park' | 'Retry' | 'Skip' | 'Stop' | 'Unknown';
 

@@ -23,7 +23,7 @@ export { AccessDeniedError, InvalidRequestError } from './errors.js';
 export { makeFilter, type EventFilter } from '../store/index.js';
 export { NotPermittedError, demand, demandSelf, type Right, type RightsArea } from './rights.js';
 export { maxAppendBytes } from './limits.js';
-export { createRight, type ProjectionVerbs, type ProjectionFigures, type ProjectionListing } from './projections.js';
+export { createRight, type ProjectionVerbs, type ProjectionFigures, type ProjectionListing, type DebugRequest } from './projections.js';
 export { USER_RULES, type UserVerbs, type UserChange, type ValueRule } from './users.js';
 export { SCAVENGE_RULES, flattenStatistics, type OperationVerbs, type ClusterMember, type ScavengeAsk } from './operations.js';
 
@@ -57,7 +57,7 @@ export function createVerbs(s: VerbSubjects): Verbs {
     streams,
     subscriptions: new SubscriptionVerbs(s.store, streams),
     persistent: new PersistentVerbs(s.groups, streams),
-    projections: new ProjectionVerbs(s.projections),
+    projections: new ProjectionVerbs(s.projections, s.store, streams),
     users: new UserVerbs(s.users),
     operations: new OperationVerbs(s.scavenger, s.node),
   };

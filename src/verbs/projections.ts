@@ -1,15 +1,24 @@
-import type { Principal } from '../auth/index.js';
-import type {
-  CreateRequest, DeleteFlags, Projection, ProjectionConfig, ProjectionManager, ProjectionMode, RunAs,
+import { ALL_STREAM, type Principal } from '../auth/index.js';
+import type { Store } from '../store/index.js';
+import {
+  DEFAULT_DEBUG_EVENTS, MAX_DEBUG_EVENTS, parseReadEventsRequest, ProjectionDebugger, ProjectionError, readEvents,
+  type CreateRequest, type DebugEvents, type DebugReport, type DeleteFlags, type Projection, type ProjectionConfig,
+  type ProjectionManager, type ProjectionMode, type ReadEventsResult, type RunAs, type SourceDefinition,
 } from '../projections/index.js';
+import { StreamDeletedError } from '../store/index.js';
+import { InvalidRequestError } from './errors.js';
 import { demand, type Right } from './rights.js';
+import type { StreamVerbs } from './streams.js';
 
 // The projection verbs: what a client can do to projections, whichever door it comes through
 // (the HTTP projections API, gRPC's Projections service). Each checks who may (anyone
 // authenticated reads; continuous and one-time projections take $ops to create or change, a
 // transient one is anyone's; config, delete and a subsystem restart take $ops) and asks the
 // manager (src/projections), which owns what a projection may become. The figures a projection
-// reports are gathered here once, for both doors' answers.
+// reports are gathered here once, for both doors' answers. Reading a query's events (read-events)
+// and debugging a query take any authenticated user, and read access to every stream they read,
+// checked as a stream read checks it: nothing can be read through them that a read of the streams
+// would refuse.
 
 /** Which projections a listing shows. */
 export type ProjectionListing = 'any' | 'all-non-transient' | ProjectionMode;
@@ -43,6 +52,19 @@ export interface ProjectionFigures {
   writePendingEventsAfterCheckpoint: number;
 }
 
+/** What a debug run asks for: a query, or a projection (its query and settings), and the events to run it over. */
+export interface DebugRequest {
+  /** The source to run; with `name`, instead of that projection's own query (in its settings). */
+  query?: string;
+  name?: string;
+  /** For a new query: whether it may emit (as `emit` at creation; never for a transient one). Default false. */
+  emit?: boolean;
+  /** For a new query: the mode it would run in (its results: each change, or at the end). Default Continuous. */
+  mode?: ProjectionMode;
+  /** Default: the first DEFAULT_DEBUG_EVENTS events of the query's source. */
+  events?: DebugEvents;
+}
+
 /** Who may create a projection of a mode. */
 export function createRight(mode: ProjectionMode): Right {
   return mode === 'Transient' ? 'authenticated' : 'ops';
@@ -52,7 +74,11 @@ const logPosition = (position: number) => `C:${position}/P:${position}`;
 const runAs = (who: Principal): RunAs => ({ name: who.name, roles: [...who.roles] });
 
 export class ProjectionVerbs {
-  constructor(private readonly manager: ProjectionManager) {}
+  private readonly debugger: ProjectionDebugger;
+
+  constructor(private readonly manager: ProjectionManager, private readonly store: Store, private readonly streams: StreamVerbs) {
+    this.debugger = new ProjectionDebugger(store, manager.limits);
+  }
 
   list(who: Principal, listing: ProjectionListing): Projection[] {
     demand(who, 'authenticated', 'projections');
@@ -138,6 +164,57 @@ export class ProjectionVerbs {
   async restartSubsystem(who: Principal): Promise<void> {
     demand(who, 'ops', 'projections');
     await this.manager.restart();
+  }
+
+  /** The events a source definition reads from a position (POST /projections/read-events; its body, checked there). */
+  readEvents(who: Principal, body: unknown): ReadEventsResult {
+    demand(who, 'authenticated', 'projections');
+    const request = parseReadEventsRequest(body);
+    this.authorizeSource(who, request.definition);
+    return readEvents(this.store, request);
+  }
+
+  /**
+   * Runs a query over a few events and reports each step (src/projections/debugger.ts); writes
+   * nothing. The events are read as `who`: the query's sources (first N), or the stream (a range).
+   */
+  async debug(who: Principal, request: DebugRequest): Promise<DebugReport> {
+    demand(who, 'authenticated', 'projections');
+    const events = request.events ?? { first: DEFAULT_DEBUG_EVENTS };
+    const count = 'first' in events ? events.first : events.count;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_DEBUG_EVENTS) {
+      throw new InvalidRequestError(`A debug run takes 1 to ${MAX_DEBUG_EVENTS} events.`);
+    }
+    if ('stream' in events && (!Number.isInteger(events.from) || events.from < 0)) throw new InvalidRequestError('from must be an event number of at least 0.');
+    const p = request.name === undefined ? undefined : this.manager.get(request.name);
+    if (p && p.persisted.handlerType !== 'JS') throw new ProjectionError('PROJECTION_REFUSED', `${p.name} is a system projection: only JavaScript queries can be debugged.`, p.name);
+    const query = request.query ?? p?.persisted.query;
+    if (query === undefined) throw new InvalidRequestError('Give the query to debug, or the name of a projection.');
+    const mode = p?.persisted.mode ?? request.mode ?? 'Continuous';
+    const run = await this.debugger.prepare({
+      query, name: p?.name ?? 'debug', mode,
+      emitEnabled: p ? p.persisted.config.emitEnabled : mode !== 'Transient' && request.emit === true,
+      executionTimeoutMs: p?.persisted.config.projectionExecutionTimeout ?? null,
+    });
+    try {
+      if ('first' in events) {
+        this.authorizeSource(who, run.definition);
+        return await run.run(await run.sourceEvents(events.first));
+      }
+      const page = this.streams.readStream(who, events.stream, events.from, events.count, 'forward', false);
+      if (page.status === 'noStream') throw new ProjectionError('PROJECTION_NOT_FOUND', `Stream ${events.stream} not found.`);
+      if (page.status === 'deleted') throw new StreamDeletedError(events.stream);
+      return await run.run(run.streamEvents(events.stream, page.events.map((e) => e.event!)));
+    } finally {
+      run.dispose();
+    }
+  }
+
+  /** Read access to every stream a source definition reads ($all for fromAll, `$ce-{c}` for a category). */
+  private authorizeSource(who: Principal, definition: SourceDefinition): void {
+    if (definition.allStreams) this.streams.authorize(who, 'r', ALL_STREAM);
+    for (const stream of definition.streams) this.streams.authorize(who, 'r', stream);
+    for (const category of definition.categories) this.streams.authorize(who, 'r', `$ce-${category}`);
   }
 
   /** Changing a projection takes $ops, unless it is transient (anyone's). */

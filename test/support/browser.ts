@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
@@ -88,44 +88,6 @@ export function useConsole(overrides: Partial<Config> = {}, nodeOptions: Omit<No
   };
 }
 
-/**
- * Starts recording, for `page`, what a console that errs only when something is wrong never
- * shows: messages it logs as errors (Chromium logs every answer of 400 or above as one), requests
- * that got no answer, and answers of 400 or above. Opt in per test: tests of refusals expect some.
- * A request the console cancels itself (a view left before its answer came) is not trouble.
- */
-export function recordTrouble(page: Page): string[] {
-  const trouble: string[] = [];
-  page.on('pageerror', (err) => trouble.push(`page error: ${err.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error') trouble.push(`console error: ${message.text()} (${message.location().url})`);
-  });
-  page.on('requestfailed', (request) => {
-    const reason = request.failure()?.errorText ?? 'failed';
-    if (reason !== 'net::ERR_ABORTED') trouble.push(`request failed: ${request.method()} ${request.url()} (${reason})`);
-  });
-  page.on('response', (response) => {
-    if (response.status() >= 400) trouble.push(`${response.status()} for ${response.request().method()} ${response.url()}`);
-  });
-  return trouble;
-}
-
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-
-export interface AxeViolation { id: string; impact: string | null; help: string; targets: string[] }
-
-/**
- * What axe-core finds on the page against the WCAG 2.1 A and AA rules. Its script is injected,
- * so the page's context must bypass the console's CSP (`newContext({ bypassCSP: true })`).
- */
-export async function axeViolations(page: Page): Promise<AxeViolation[]> {
-  await page.addScriptTag({ path: AXE });
-  return page.evaluate(async () => {
-    const result = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
-  });
-}
-
 /** Opens the console and logs in through its form; resolves once the navigation shows. */
 export async function logIn(c: ConsoleFixture, user = 'admin', password = 'changeit'): Promise<Page> {
   const { page } = c;
@@ -170,4 +132,49 @@ export async function until<T>(read: () => Promise<T>, check: (value: T) => bool
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Records, for `page`, what a console that errs only when something is wrong never shows: messages
+ * it logs as errors (Chromium logs every answer of 400 or above as one), answers of 400 or above,
+ * and requests that got no answer, besides those whose text (`status method url` or the console
+ * message) matches one of `expected`. A request the console cancels itself (a view left before
+ * its answer came: net::ERR_ABORTED) is not trouble. Into `into` when given, else a new list.
+ */
+export function recordTrouble(page: Page, expected: RegExp[] = [], into: string[] = []): string[] {
+  const unexpected = (text: string) => !expected.some((e) => e.test(text));
+  page.on('console', (message) => {
+    const text = `${message.text()} (${message.location().url})`;
+    if (message.type() === 'error' && unexpected(text)) into.push(`console error: ${text}`);
+  });
+  page.on('response', (res) => {
+    const text = `${res.status()} ${res.request().method()} ${res.url()}`;
+    if (res.status() >= 400 && unexpected(text)) into.push(`failed request: ${text}`);
+  });
+  page.on('requestfailed', (req) => {
+    const reason = req.failure()?.errorText ?? 'failed';
+    if (reason !== 'net::ERR_ABORTED') into.push(`request failed: ${req.method()} ${req.url()} (${reason})`);
+  });
+  return into;
+}
+
+/**
+ * Makes the test fail (through the fixture's `problems`) on what recordTrouble records. Opt-in:
+ * some views ask for what a user may not read, on purpose (`expected`).
+ */
+export function failOnErrors(c: ConsoleFixture, page: Page = c.page, expected: RegExp[] = []): void {
+  recordTrouble(page, expected, c.problems);
+}
+
+export interface AxeViolation { id: string; impact: string | null; help: string; targets: string[] }
+
+const AXE_SOURCE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/** axe-core's WCAG 2.1 A and AA violations on the page as it is now (axe is evaluated through the debugger protocol: the page's CSP stays on). */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(readFileSync(AXE_SOURCE, 'utf8'));
+  return page.evaluate(async () => {
+    const result = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
+  });
 }

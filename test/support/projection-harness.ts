@@ -396,7 +396,8 @@ async function writeFillers(store: Store, specs: InputSpec[]): Promise<number> {
   return fillers;
 }
 
-async function writeEvents(store: Store, specs: InputSpec[]): Promise<void> {
+/** Writes the events of a run into a store (the debugger's tests write the same events for their own runs). */
+export async function writeEvents(store: Store, specs: InputSpec[]): Promise<void> {
   for (const spec of specs) {
     if (isDelete(spec)) {
       await store.deleteStream(spec.deleted, ExpectedVersion.any, true);

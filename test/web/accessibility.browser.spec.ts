@@ -4,8 +4,7 @@ import { axeViolations, logIn, shows, useConsole, type AxeViolation } from '../s
 
 // Every view of the console checked by axe-core (WCAG 2 A and AA rules: names, labels, roles,
 // contrast, headings, landmarks) with the data a user would have: a stream with events, a
-// projection with state, a subscription group, a user. The page is loaded with its own CSP
-// bypassed only so the checker's script can be injected.
+// projection with state, a subscription group, a user.
 
 const c = useConsole();
 
@@ -22,7 +21,7 @@ describe('accessibility', () => {
     const group = uniq('g');
     expect((await http(c.node, `/subscriptions/${stream}/${group}`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(200);
 
-    const context = await c.context.browser()!.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+    const context = await c.context.browser()!.newContext({ viewport: { width: 1280, height: 900 } });
     try {
       const page = await context.newPage();
       const checked: Record<string, AxeViolation[]> = {};
@@ -32,9 +31,10 @@ describe('accessibility', () => {
       const routes: Array<[string, string]> = [
         ['/', 'Dashboard'], ['/streams', 'Streams'], [`/streams/${encodeURIComponent(stream)}`, stream],
         ['/projections', 'Projections'], [`/projections/${encodeURIComponent(projection)}`, projection],
+        [`/projections/${encodeURIComponent(projection)}/debug`, `Debug ${projection}`],
         ['/projections/new', 'New projection'],
         ['/subscriptions', 'Persistent subscriptions'], [`/subscriptions/${encodeURIComponent(stream)}/${group}`, group],
-        ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'],
+        ['/admin', 'Admin'], ['/users', 'Users'], ['/users/ops', 'ops'], ['/streams/$all', 'All events'], ['/cluster', 'Cluster'],
       ];
       for (const [route, heading] of routes) {
         await page.goto(`${c.url}#${route}`);

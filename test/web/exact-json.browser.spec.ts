@@ -33,6 +33,7 @@ describe('JSON shown exactly', () => {
 
     const page = await logIn(c);
     await goTo(c, `/streams/${stream}`);
+    await page.getByRole('button', { name: `Details of 0@${stream}` }).click();
     await showsText(page.getByLabel(`Data of 0@${stream}`), `"id": ${BIG}`);
     await showsText(page.getByLabel(`Metadata of 0@${stream}`), `"trace": ${TRACE}`);
 
@@ -42,6 +43,7 @@ describe('JSON shown exactly', () => {
     expect(await page.getByLabel('Metadata', { exact: true }).textContent()).toBe(`{\n  "trace": ${TRACE}\n}`);
 
     await goTo(c, '/streams/$all');
+    await page.getByRole('button', { name: `Details of 0@${stream}` }).click();
     await showsText(page.getByLabel(`Data of 0@${stream}`), `"id": ${BIG}`);
   });
 
@@ -74,6 +76,7 @@ describe('JSON shown exactly', () => {
     await page.getByRole('button', { name: 'Append' }).click();
     await showsText(page.getByRole('status').filter({ hasText: 'Appended' }), 'Appended event 0 (Typed).');
     expect(await (await http(c.node, `/streams/${stream}/0`, { headers: { Accept: 'application/json' } })).text()).toBe(`{"id": ${BIG}}`);
+    await page.getByRole('button', { name: `Details of 0@${stream}` }).click();
     await showsText(page.getByLabel(`Data of 0@${stream}`), `"id": ${BIG}`);
     await showsText(page.getByLabel(`Metadata of 0@${stream}`), `"trace": ${TRACE}`);
   });

@@ -9,6 +9,7 @@ import Projections from './pages/projections';
 import Subscriptions from './pages/subscriptions';
 import Admin from './pages/admin';
 import Users from './pages/users';
+import Cluster from './pages/cluster';
 import type { ViewProps } from './view';
 import './style.css';
 
@@ -34,12 +35,14 @@ const AREAS: Area[] = [
   },
   {
     name: 'projections', title: 'Projections', view: Projections, shown: () => true,
-    subject: (path) => (path.length === 1 && path[0] === 'new' ? 'New projection' : path[0]),
+    subject: ([name, what]) => (name === 'new' && what === undefined ? 'New projection' : what === 'debug' ? `Debug ${name}` : name),
   },
   {
     name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true,
     subject: ([stream, group]) => (group !== undefined ? `${group} on ${stream}` : stream),
   },
+  // GET /gossip is everyone's (clients discover a cluster before logging in): so is this page.
+  { name: 'cluster', title: 'Cluster', view: Cluster, shown: () => true },
   {
     name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s),
     subject: ([what, id]) => (what === 'scavenges' && id ? `Scavenge ${id}` : undefined),

@@ -136,6 +136,7 @@ const GRPC_ANSWERS: { readonly [C in GrpcDoorCode]: (error: WithCode<KnownDomain
   PROJECTION_NOT_FOUND: (e) => ({ code: GrpcStatus.NOT_FOUND, message: `Projection '${e.projection ?? ''}' not found` }),
   PROJECTION_EXISTS: (e) => ({ code: GrpcStatus.ALREADY_EXISTS, message: e.message }),
   PROJECTION_REFUSED: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),
+  PROJECTION_BUSY: (e) => ({ code: GrpcStatus.UNAVAILABLE, message: e.message }),
   QUERY_SYNTAX: (e) => invalidArgument(e.message),
   // StartScavenge answers it as InProgress with the running scavenge's id (operations.ts).
   SCAVENGE_ALREADY_RUNNING: (e) => ({ code: GrpcStatus.FAILED_PRECONDITION, message: e.message }),

@@ -13,7 +13,7 @@ import { decodeEvent, wireEvent } from './wire-format.js';
 
 /** @import { QueryFunction } from './definition-phase.js' */
 /** @import { WireEvent } from './wire-format.js' */
-/** @import { BatchOutcome, ChangedPartition, EmittedEvent } from '../sandbox.js' */
+/** @import { BatchOutcome, ChangedPartition, EmittedEvent, EventTrace } from '../sandbox.js' */
 /** @import { EventUse } from '../event-use.js' */
 
 // Our own copies of the built-ins we rely on: a query that patches JSON or Object in its global
@@ -35,6 +35,7 @@ const fnToString = Function.prototype.toString;
  * @property {boolean} resultsPerEvent each event's result change is reported with its batch (§11), not only at collection
  * @property {number} partitionCache partitions kept here at most (clean ones beyond it are evicted); 0: keep all, none is stored to reload from
  * @property {number} maxEmitsPerEvent events one event may emit at most (MaxProjectionEmitsPerEvent); 0: no limit
+ * @property {boolean} [trace] each event's outcome says what ran for it (the debugger: ../debugger.ts)
  */
 
 /**
@@ -72,6 +73,13 @@ let waiting = null;
 let handledPartition = '';
 /** Every event of a batch is decoded into this one record. */
 const ev = wireEvent();
+/**
+ * With config.trace, what ran for the current event: its partition, the handler it reached and
+ * every query function called for it, in order. Null otherwise: a running projection pays one
+ * test per call.
+ * @type {EventTrace | null}
+ */
+let tracing = null;
 
 function initState() {
   return handlers.$init ? handlers.$init() : {};
@@ -93,11 +101,13 @@ function stateOf(partition, env) {
   if (!states.has(partition) && partition !== '') unstored.add(partition); // never stored (a lazy one was supplied before use)
   // A partition whose state became null keeps receiving null until another partition was processed.
   if (isEmptyState(state) && !(state === null && partition === lastPartition)) {
+    if (tracing && handlers.$init) tracing.calls.push('$init');
     state = initState();
     if (state === undefined) state = {};
     states.set(partition, state);
     touched.add(partition);
     if (handlers.$created) {
+      if (tracing) tracing.calls.push('$created');
       const arg = config.biState ? [state, sharedState()] : state;
       handlers.$created(arg, env);
       if (config.biState) {
@@ -111,11 +121,25 @@ function stateOf(partition, env) {
 }
 function sharedState() {
   let shared = states.get('');
-  if (isEmptyState(shared)) { shared = initShared(); states.set('', shared); touched.add(''); }
+  if (isEmptyState(shared)) {
+    if (tracing && handlers.$initShared) tracing.calls.push('$initShared');
+    shared = initShared();
+    states.set('', shared);
+    touched.add('');
+  }
   return shared;
 }
 
 const SPECIAL_KEYS = new Set(['$init', '$initShared', '$created', '$deleted', '$any']);
+/**
+ * The key of the handler an event type reaches (handlerFor's, by name): its own, else $any, else none.
+ * @param {string} type
+ * @returns {string | null}
+ */
+function handlerKey(type) {
+  if (!SPECIAL_KEYS.has(type) && handlers[type]) return type;
+  return handlers.$any ? '$any' : null;
+}
 /** @param {string} type */
 function handlerFor(type) {
   if (!SPECIAL_KEYS.has(type) && handlers[type]) return handlers[type];
@@ -131,6 +155,7 @@ let partitionEnvelope = null;
 function partitionOf(e) {
   if (config.byStream) return e.partitionStream === null ? e.streamId : e.partitionStream;
   if (config.byCustomPartitions) {
+    if (tracing) tracing.calls.push('partitionBy');
     const key = /** @type {QueryFunction} */ (partitionFunction)(partitionEnvelope = eventObject(e, ''));
     if (typeof key === 'string') return key;
     if (typeof key === 'number') return String(key);
@@ -208,7 +233,9 @@ function handleOne(e, known, envelope) {
   if (e.deletedPartition !== null) {
     if (!handlers.$deleted) return false;
     const partition = e.deletedPartition;
+    if (tracing) { tracing.partition = partition; tracing.handler = '$deleted'; }
     const state = stateOf(partition, null);
+    if (tracing) tracing.calls.push('$deleted');
     handlers.$deleted(state, null, partition, false);
     touched.add(partition);
     handledPartition = partition;
@@ -220,6 +247,7 @@ function handleOne(e, known, envelope) {
   if (known !== undefined) partitionEnvelope = envelope;
   const partition = known !== undefined ? known : partitionOf(e);
   if (partition === null) return false;
+  if (tracing) { tracing.partition = partition; tracing.handler = noHandlers ? null : handlerKey(e.eventType); }
   const env = partition === '' && partitionEnvelope !== null ? partitionEnvelope : eventObject(e, partition);
   partitionEnvelope = null;
   handledPartition = partition;
@@ -232,6 +260,7 @@ function handleOne(e, known, envelope) {
   const state = stateOf(partition, env);
   if (config.biState) {
     const pair = [state, sharedState()];
+    if (tracing) tracing.calls.push(/** @type {string} */ (tracing.handler));
     const r = handler(pair, env);
     const next = r === undefined ? pair : r;
     if (!Array.isArray(next)) fail('A bi-state handler must return [state, sharedState]');
@@ -239,6 +268,7 @@ function handleOne(e, known, envelope) {
     states.set('', next[1]);
     touched.add('');
   } else {
+    if (tracing) tracing.calls.push(/** @type {string} */ (tracing.handler));
     const r = handler(state, env);
     if (r !== undefined) states.set(partition, r);
   }
@@ -465,6 +495,7 @@ function runBatch(a, pre, collect) {
   /** @type {BatchOutcome} */
   const out = { emitted: [], changed: [], logs: [], handled: 0, processed: 0, fault: null, results: [] };
   const resultsOut = /** @type {[string, string | null][]} */ (out.results);
+  const traces = config.trace ? (out.trace = /** @type {EventTrace[]} */ ([])) : null;
   const emitted = batch.emitted;
   out.emitted = emitted;
   const stopAt = pre !== null && pre.fault !== null ? pre.fault.index : -1;
@@ -477,6 +508,7 @@ function runBatch(a, pre, collect) {
     const resultsBefore = resultsOut.length;
     batch.eventStart = emittedBefore;
     batch.overLimit = false;
+    if (traces) traces.push(tracing = { partition: null, handler: null, calls: [] });
     try {
       i = decodeEvent(a, i, strings, ev);
       const handled = handleOne(ev, pre === null ? undefined : pre.parts[n], pre === null ? null : pre.envelopes[n]);
@@ -494,6 +526,7 @@ function runBatch(a, pre, collect) {
       break;
     }
   }
+  tracing = null;
   if (collect) {
     try {
       out.changed = collectChanges();

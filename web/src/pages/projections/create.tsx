@@ -3,10 +3,12 @@ import { isOps, request, type Session } from '../../api';
 import { ErrorBox, Field, useAction } from '../../components';
 import { href, navigate } from '../../router';
 import { QueryEditor } from './editor';
+import { Debugger } from './debugger';
 import { detailRoute, MODES, syntaxErrorOf } from './model';
 
 // A new projection: POST /projections/{mode}?name=&emit=&checkpoints=&trackemittedstreams=&enabled=
 // with the query as the body. A syntax error (the node's 400) is shown at its line in the editor.
+// "Debug" runs the query as it stands, with the mode and emit chosen, before anything is created.
 
 const EXAMPLE = `fromAll()
   .when({
@@ -30,6 +32,7 @@ export function CreateProjection({ session }: { session: Session }) {
   const [track, setTrack] = useState(false);
   const [checkpoints, setCheckpoints] = useState(false);
   const [enabled, setEnabled] = useState(true);
+  const [debugging, setDebugging] = useState(false);
   const { busy, error, run } = useAction();
   const syntax = syntaxErrorOf(error);
 
@@ -82,9 +85,13 @@ export function CreateProjection({ session }: { session: Session }) {
         {!syntax ? <ErrorBox error={error} /> : null}
         <div class="row">
           <button type="submit" disabled={busy}>Create</button>
+          <button type="button" class="secondary" aria-expanded={debugging} onClick={() => setDebugging(!debugging)}>Debug</button>
           <a href={href('projections')}>Cancel</a>
         </div>
       </form>
+      {debugging ? (
+        <Debugger target={{ query, emit: mode !== 'transient' && emit, mode: MODES.find((m) => m.path === mode)?.mode }} />
+      ) : null}
     </section>
   );
 }

@@ -10,7 +10,8 @@ import {
 } from './model';
 
 // One projection: its figures (live), the commands, state and result per partition, the query
-// (edited in place), the configuration, the full statistics and the streams it emitted to.
+// (edited in place), the configuration, the full statistics and the streams it emitted to; a link
+// to its debugger (debugger.tsx; system projections are native code, not debugged).
 
 const isRunning = (status: string) => /^Running/.test(status);
 const OTHER = '\u0000other';
@@ -98,6 +99,7 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
       <div class="row">
         <h1 id="projection-title">{name}</h1>
         <StatusBadge status={stats.status} />
+        {/^\$/.test(name) ? null : <a class="button" href={href('projections', name, 'debug')}>Debug</a>}
       </div>
       <ErrorBox error={loadError} />
       <dl class="cards" aria-label="Projection figures">

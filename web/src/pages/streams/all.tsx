@@ -2,7 +2,9 @@ import { isAdmin, type Session } from '../../api';
 import { ErrorBox, useAsync } from '../../components';
 import { href } from '../../router';
 import { call, ALL, ATOM, pagePath, type Feed } from './client';
-import { EventsTable, Pager } from './parts';
+import { Pager } from './parts';
+import { EventsTable } from './rows';
+import { LiveEvents } from './tail';
 
 // $all: every event in log order, newest first, paged backward and forward. Admins only (the
 // node refuses $all to others; the view does not ask on their behalf).
@@ -25,9 +27,11 @@ export function AllView({ page, session }: { page: string[]; session: Session })
           {feed.data ? (
             <>
               <Pager feed={feed.data} base={['streams', ALL]} atHead={page.length === 0 || page[0] === 'head'} />
-              {feed.data.entries.length > 0
-                ? <EventsTable entries={feed.data.entries} caption="Events in $all, newest first" showStream />
-                : <p class="muted">No events on this page.</p>}
+              {page.length === 0 || page[0] === 'head'
+                ? <LiveEvents stream={ALL} feed={feed.data} caption="Events in $all, newest first" showStream />
+                : feed.data.entries.length > 0
+                  ? <EventsTable entries={feed.data.entries} caption="Events in $all, newest first" showStream />
+                  : <p class="muted">No events on this page.</p>}
             </>
           ) : feed.loading ? <p class="muted">Loading…</p> : null}
         </>

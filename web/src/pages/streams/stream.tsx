@@ -4,12 +4,15 @@ import { ConfirmButton, ErrorBox, Field, Json, Notice, useAction, useAsync } fro
 import { prettyJson } from '../../json';
 import { href, navigate } from '../../router';
 import { call, ATOM, EVENTS, eventNumberOf, pagePath, SOFT_DELETED_TB, streamPath, type Feed } from './client';
-import { EventsTable, Pager } from './parts';
+import { Pager } from './parts';
+import { EventsTable } from './rows';
+import { LiveEvents } from './tail';
+import { AclForm } from './acl';
 
 // One stream: a page of its events (newest first, paged through the feed's links), appending an
 // event, its metadata shown and edited as JSON, and soft or hard deletion behind a confirmation.
 
-type Metadata = { status: 'ok'; doc: any; text: string } | { status: 'none' } | { status: 'error'; error: unknown };
+export type Metadata = { status: 'ok'; doc: any; text: string } | { status: 'none' } | { status: 'error'; error: unknown };
 
 async function readMetadata(stream: string, signal: AbortSignal): Promise<Metadata> {
   try {
@@ -40,6 +43,8 @@ export function StreamView({ stream, page }: { stream: string; page: string[] })
   const status = feed.error instanceof ApiFailure ? feed.error.status : softDeleted ? 404 : metaStatus === 404 || metaStatus === 410 ? metaStatus : undefined;
   const hardDeleted = status === 410;
   const atHead = page.length === 0 || page[0] === 'head';
+  // While a delete is under way the live tail asks nothing (its wait would end in the 404 of the delete).
+  const [deleting, setDeleting] = useState(false);
 
   return (
     <section aria-labelledby="stream-title" class="stream">
@@ -63,9 +68,11 @@ export function StreamView({ stream, page }: { stream: string; page: string[] })
         {feed.data && !feed.error ? (
           <>
             <Pager feed={feed.data} base={['streams', stream]} atHead={atHead} />
-            {feed.data.entries.length > 0
-              ? <EventsTable entries={feed.data.entries} caption={`Events of ${stream}, newest first`} />
-              : <p class="muted">No events on this page.</p>}
+            {atHead
+              ? <LiveEvents stream={stream} feed={feed.data} caption={`Events of ${stream}, newest first`} hold={deleting} />
+              : feed.data.entries.length > 0
+                ? <EventsTable entries={feed.data.entries} caption={`Events of ${stream}, newest first`} />
+                : <p class="muted">No events on this page.</p>}
           </>
         ) : (feed.loading || meta.data === undefined) && !feed.error ? <p class="muted">Loading…</p> : null}
       </section>
@@ -74,7 +81,9 @@ export function StreamView({ stream, page }: { stream: string; page: string[] })
         <>
           <AppendForm stream={stream} onAppended={() => (atHead ? refresh() : navigate('streams', stream))} />
           <MetadataEditor stream={stream} meta={meta.data} onSaved={refresh} />
-          <DeleteActions stream={stream} disabled={status === 404 && !softDeleted} onDeleted={() => (atHead ? refresh() : navigate('streams', stream))} />
+          <AclForm stream={stream} meta={meta.data} onSaved={refresh} />
+          <DeleteActions stream={stream} disabled={status === 404 && !softDeleted} onDeleting={setDeleting}
+            onDeleted={() => (atHead ? refresh() : navigate('streams', stream))} />
         </>
       )}
     </section>
@@ -197,11 +206,18 @@ function MetadataEditor({ stream, meta, onSaved }: { stream: string; meta: Metad
   );
 }
 
-function DeleteActions({ stream, disabled, onDeleted }: { stream: string; disabled: boolean; onDeleted: () => void }) {
+function DeleteActions({ stream, disabled, onDeleting, onDeleted }: {
+  stream: string; disabled: boolean; onDeleting: (deleting: boolean) => void; onDeleted: () => void;
+}) {
   const [done, setDone] = useState<string>();
   const remove = (hard: boolean) => async () => {
     setDone(undefined);
-    await call(streamPath(stream), { method: 'DELETE', headers: hard ? { 'SVC-HardDelete': 'true' } : {} });
+    onDeleting(true);
+    try {
+      await call(streamPath(stream), { method: 'DELETE', headers: hard ? { 'SVC-HardDelete': 'true' } : {} });
+    } finally {
+      onDeleting(false);
+    }
     setDone(hard ? `Stream ${stream} hard-deleted.` : `Stream ${stream} deleted.`);
     onDeleted();
   };
