@@ -78,6 +78,22 @@ describe('atom+json entries', () => {
     const spaced = record('s', 0, 'Spaced', '{ "a" :  [1, 2],\n "b": 1.50 }');
     expect(entryJson(BASE, { event: spaced }, 'content', false)).toContain('"data":{ "a" :  [1, 2],\n "b": 1.50 },');
   });
+
+  it('re-indented data and metadata (pretty, tryharder) and compacted content keep every digit', () => {
+    const big = record('s', 0, 'Big', '{"id": 9007199254740993, "f": 1.50}', '{"$tb":9223372036854775807}');
+    const notFlagged = record('s', 1, 'Big', '{"id":12345678901234567890}', '', false);
+    const metaOnly = record('s', 2, 'Mixed', 'text', '{"n":9007199254740993}', true);
+    for (const embed of ['pretty', 'tryharder'] as const) {
+      const doc = JSON.parse(entryJson(BASE, { event: big }, embed, false));
+      expect(doc.data).toBe('{\n  "id": 9007199254740993,\n  "f": 1.50\n}');
+      expect(doc.metaData).toBe('{\n  "$tb": 9223372036854775807\n}');
+    }
+    const tried = JSON.parse(entryJson(BASE, { event: notFlagged }, 'tryharder', false));
+    expect(tried).toMatchObject({ data: '{\n  "id": 12345678901234567890\n}', isJson: true });
+    // The content object carries metadata compacted (and data not known to be JSON), digits kept.
+    expect(entryJson(BASE, { event: big }, 'content', false)).toContain('"metadata":{"$tb":9223372036854775807}}');
+    expect(entryJson(BASE, { event: metaOnly }, 'content', false)).toContain('"data":"text","metadata":{"n":9007199254740993}}');
+  });
 });
 
 describe('atom+json feeds', () => {

@@ -320,11 +320,13 @@ const MATRIX: Record<string, Case[]> = {
   'GET /': one('root', everyone(302), () => get('/', 'text/html')),
   'GET /web': one('console', everyone(302), () => get('/web', 'text/html')),
   'GET /web/*': one('console page', everyone(200), () => get('/web/', 'text/html')),
+  'GET /favicon.ico': one('icon', everyone(200), () => get('/favicon.ico', 'image/x-icon')),
 
   // Scavenge (seed: Authentication 4).
   'POST /admin/scavenge': one('start', opsOrAdmin(200), () => jsonPost('/admin/scavenge', {}), { settle: scavengeFinished }),
   'GET /admin/scavenge/current': one('current', opsOrAdmin(200), () => get('/admin/scavenge/current')),
   'GET /admin/scavenge/last': one('last', opsOrAdmin(200), () => get('/admin/scavenge/last')),
+  'GET /admin/scavenge/history': one('history', opsOrAdmin(200), () => get('/admin/scavenge/history')),
   'DELETE /admin/scavenge/:scavengeId': one('none running', opsOrAdmin(404), () => ({ method: 'DELETE', path: `/admin/scavenge/${randomUUID()}` })),
   'POST /admin/mergeindexes': one('merge', opsOrAdmin(200), () => jsonPost('/admin/mergeindexes', {})),
   // Backup (docs/operations.md): as the scavenge routes.

@@ -14,6 +14,7 @@ const ROUTES = [
   { method: 'POST', path: '/admin/scavenge' },
   { method: 'GET', path: '/admin/scavenge/current' },
   { method: 'GET', path: '/admin/scavenge/last' },
+  { method: 'GET', path: '/admin/scavenge/history' },
   { method: 'DELETE', path: '/admin/scavenge/current' },
   { method: 'POST', path: '/admin/mergeindexes' },
 ] as const;
@@ -85,9 +86,11 @@ describe('scavenge API without a scavenge', () => {
   it('lets the ops account and a member of $ops in', async () => {
     const opsMember = await createUser(t, uniq('opsmember'), ['$ops']);
     for (const authorization of [OPS, opsMember, ADMIN]) {
-      const res = await http(t, '/admin/scavenge/current', { authorization });
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
+      for (const path of ['/admin/scavenge/current', '/admin/scavenge/history']) {
+        const res = await http(t, path, { authorization });
+        expect(res.status, path).toBe(200);
+        await res.arrayBuffer();
+      }
     }
   });
 
@@ -137,6 +140,16 @@ describe('scavenge API without a scavenge', () => {
 
   it('GET last names the zero id and Unknown when no scavenge ran since the start', async () => {
     expect(await last(t)).toEqual({ scavengeId: NO_SCAVENGE_ID, scavengeLink: '', scavengeResult: 'Unknown' });
+  });
+
+  it('GET history is an empty list before the first scavenge (where $scavenges itself is a 404), and checks its count', async () => {
+    expect(await getJson(t, '/admin/scavenge/history')).toEqual([]);
+    expect((await http(t, '/streams/%24scavenges', { headers: { Accept: 'application/vnd.eventstore.atom+json' } })).status).toBe(404);
+    for (const count of ['0', '1001', 'x']) {
+      const res = await http(t, `/admin/scavenge/history?count=${count}`, { headers: { Accept: JSON_TYPE } });
+      expect(res.status, count).toBe(400);
+      expect(await res.text(), count).toMatch(/count must be an integer from 1 to 1000/);
+    }
   });
 
   it('DELETE of an id no scavenge has answers 404', async () => {
@@ -194,6 +207,20 @@ describe('scavenge API with a scavenge', () => {
       await expectIdle(t);
     }
     expect(started[1]).not.toBe(started[0]);
+
+    // The history: both runs, the newest first, from their started and completed events; count=1 the newest.
+    const history = await getJson(t, '/admin/scavenge/history');
+    expect(history.map((r: any) => r.scavengeId)).toEqual([started[1], started[0]]);
+    for (const run of history) {
+      expect(run).toMatchObject({ scavengeLink: `/admin/scavenge/${run.scavengeId}`, result: 'Success', error: null });
+      expect(Object.keys(run)).toEqual(['scavengeId', 'scavengeLink', 'nodeEndpoint', 'started', 'completed', 'result', 'timeTaken', 'spaceSaved', 'error']);
+      expect(run.nodeEndpoint).toMatch(/:\d+$/);
+      expect(Date.parse(run.completed)).toBeGreaterThanOrEqual(Date.parse(run.started));
+      expect(run.timeTaken).toMatch(/^\d\d:\d\d:\d\d\.\d{7}$/);
+      expect(typeof run.spaceSaved).toBe('number');
+    }
+    expect(history[1].spaceSaved).toBeGreaterThan(0);
+    expect((await getJson(t, '/admin/scavenge/history?count=1')).map((r: any) => r.scavengeId)).toEqual([started[1]]);
   });
 
   it('takes the largest valid values and the threshold reaches the scavenge point', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { XMLBuilder } from 'fast-xml-parser';
 import { formatUuid, LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type ResolvedEvent } from '../store/index.js';
+import { indentJson } from './json-indent.js';
 import { eventUrl } from './urls.js';
 
 // The Atom representation of streams: one model for a feed and its entries, written as
@@ -149,9 +150,10 @@ function linksJson(links: readonly Link[]): string {
   return `[${out}]`;
 }
 
-/** Parsed JSON (or the text, when it does not parse) written back as compact JSON. */
+/** JSON made compact, numbers and strings as written (or the text as a JSON string, when it is not JSON). */
 function reserialised(bytes: Buffer): string {
-  return JSON.stringify(parseJson(bytes));
+  const text = bytes.toString('utf8');
+  return indentJson(text, '') ?? JSON.stringify(text);
 }
 
 /** The content object of an event as JSON; JSON data goes in as stored. */
@@ -164,12 +166,9 @@ export function contentJson(event: EventRecord, eventId = formatUuid(event.event
     + `"eventId":"${eventId}","data":${data},"metadata":${metadata}}`;
 }
 
+/** JSON laid out with two spaces, numbers and strings as written (indentJson); other text as it is. */
 function reindent(text: string): string {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
+  return indentJson(text) ?? text;
 }
 
 /** The fields `embed=rich` and above add to an entry, as JSON members (a leading comma each). */
@@ -184,13 +183,10 @@ function richJson(e: ResolvedEvent, embed: Embed, eventId: string, text: string)
   if (event && level >= LEVEL.body) {
     if (isJson) data = level >= LEVEL.pretty ? reindent(text) : text;
     else if (level >= LEVEL.tryharder) {
-      const parsed = parseJson(event.data);
-      if (typeof parsed === 'object' && parsed !== null) {
-        isJson = true;
-        data = JSON.stringify(parsed, null, 2);
-      } else {
-        data = text;
-      }
+      // Data not flagged as JSON that is a JSON object or array after all is shown as JSON.
+      const pretty = /^\s*[[{]/.test(text) ? indentJson(text) : undefined;
+      isJson = pretty !== undefined;
+      data = pretty ?? text;
     }
   }
   const metaText = event && level >= LEVEL.body && event.metadata.length > 0 ? event.metadata.toString('utf8') : null;

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
@@ -29,6 +29,13 @@ export function webRoot(from = fileURLToPath(new URL('.', import.meta.url))): st
 export function registerWeb(app: FastifyInstance, root = webRoot()): void {
   app.get('/', async (_req, reply) => reply.redirect('/web/', 302));
   app.get('/web', async (_req, reply) => reply.redirect('/web/', 302));
+  // Browsers ask every site for /favicon.ico: the console's icon (web/public), not a 404.
+  const iconFile = join(root, 'favicon.ico');
+  const icon = existsSync(iconFile) ? readFileSync(iconFile) : undefined;
+  app.get('/favicon.ico', async (_req, reply) => {
+    if (!icon) throw new ApiError('NOT_FOUND');
+    return reply.type('image/x-icon').header('Cache-Control', 'public, max-age=86400').send(icon);
+  });
 
   if (!existsSync(join(root, 'index.html'))) {
     // A node started from sources that were compiled without the console: say so, do not 404.

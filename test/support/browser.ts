@@ -135,21 +135,35 @@ function escapeRegExp(s: string): string {
 }
 
 /**
- * Makes the test fail (through the fixture's `problems`) on any console error and any answer of
- * 400 or more the page gets, besides those whose text (`status method url` or the console message)
- * matches one of `expected`. Opt-in: some views ask for what a user may not read, on purpose.
+ * Records, for `page`, what a console that errs only when something is wrong never shows: messages
+ * it logs as errors (Chromium logs every answer of 400 or above as one), answers of 400 or above,
+ * and requests that got no answer, besides those whose text (`status method url` or the console
+ * message) matches one of `expected`. A request the console cancels itself (a view left before
+ * its answer came: net::ERR_ABORTED) is not trouble. Into `into` when given, else a new list.
  */
-export function failOnErrors(c: ConsoleFixture, page: Page = c.page, expected: RegExp[] = []): void {
+export function recordTrouble(page: Page, expected: RegExp[] = [], into: string[] = []): string[] {
   const unexpected = (text: string) => !expected.some((e) => e.test(text));
   page.on('console', (message) => {
     const text = `${message.text()} (${message.location().url})`;
-    if (message.type() === 'error' && unexpected(text)) c.problems.push(`console error: ${text}`);
+    if (message.type() === 'error' && unexpected(text)) into.push(`console error: ${text}`);
   });
   page.on('response', (res) => {
     const text = `${res.status()} ${res.request().method()} ${res.url()}`;
-    if (res.status() >= 400 && unexpected(text)) c.problems.push(`failed request: ${text}`);
+    if (res.status() >= 400 && unexpected(text)) into.push(`failed request: ${text}`);
   });
-  page.on('requestfailed', (req) => c.problems.push(`request failed: ${req.method()} ${req.url()} (${req.failure()?.errorText})`));
+  page.on('requestfailed', (req) => {
+    const reason = req.failure()?.errorText ?? 'failed';
+    if (reason !== 'net::ERR_ABORTED') into.push(`request failed: ${req.method()} ${req.url()} (${reason})`);
+  });
+  return into;
+}
+
+/**
+ * Makes the test fail (through the fixture's `problems`) on what recordTrouble records. Opt-in:
+ * some views ask for what a user may not read, on purpose (`expected`).
+ */
+export function failOnErrors(c: ConsoleFixture, page: Page = c.page, expected: RegExp[] = []): void {
+  recordTrouble(page, expected, c.problems);
 }
 
 export interface AxeViolation { id: string; impact: string | null; help: string; targets: string[] }

@@ -1,26 +1,12 @@
-import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
 import { append, http, newEvent, uniq } from '../support/node.js';
-import { logIn, shows, useConsole } from '../support/browser.js';
+import { axeViolations, logIn, shows, useConsole, type AxeViolation } from '../support/browser.js';
 
 // Every view of the console checked by axe-core (WCAG 2 A and AA rules: names, labels, roles,
 // contrast, headings, landmarks) with the data a user would have: a stream with events, a
-// projection with state, a subscription group, a user. The page is loaded with its own CSP
-// bypassed only so the checker's script can be injected.
+// projection with state, a subscription group, a user.
 
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const c = useConsole();
-
-interface Violation { id: string; impact: string | null; help: string; targets: string[] }
-
-async function violations(page: Page): Promise<Violation[]> {
-  await page.addScriptTag({ path: AXE });
-  return page.evaluate(async () => {
-    const result = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
-  });
-}
 
 describe('accessibility', () => {
   it('every view passes the WCAG 2.1 A and AA checks', async () => {
@@ -35,12 +21,12 @@ describe('accessibility', () => {
     const group = uniq('g');
     expect((await http(c.node, `/subscriptions/${stream}/${group}`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(200);
 
-    const context = await c.context.browser()!.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+    const context = await c.context.browser()!.newContext({ viewport: { width: 1280, height: 900 } });
     try {
       const page = await context.newPage();
-      const checked: Record<string, Violation[]> = {};
+      const checked: Record<string, AxeViolation[]> = {};
       await page.goto(c.url);
-      checked.login = await violations(page);
+      checked.login = await axeViolations(page);
       await logIn({ ...c, page } as typeof c);
       const routes: Array<[string, string]> = [
         ['/', 'Dashboard'], ['/streams', 'Streams'], [`/streams/${encodeURIComponent(stream)}`, stream],
@@ -54,7 +40,7 @@ describe('accessibility', () => {
         await page.goto(`${c.url}#${route}`);
         await shows(page.getByRole('heading', { level: 1 }).filter({ hasText: heading }));
         await page.waitForLoadState('networkidle');
-        checked[route] = await violations(page);
+        checked[route] = await axeViolations(page);
       }
       const found = Object.entries(checked).filter(([, v]) => v.length > 0);
       expect(found, JSON.stringify(found, null, 2)).toEqual([]);

@@ -105,13 +105,18 @@ describe('scavenging from the console', () => {
 });
 
 describe('auto-scavenge and the node', () => {
-  it('says honestly that auto-scavenge is off on a node without a license, and offers no controls', async () => {
+  it('says honestly that auto-scavenge is off on a node without a license, offers no controls, and asks no more', async () => {
     const page = await logIn(c);
-    await goTo(c, '/admin');
     const section = page.getByRole('region', { name: 'Auto-scavenge' });
-    await showsText(section.getByRole('status'), 'Auto-scavenge is not enabled on this node: AutoScavenge is not enabled');
+    const asked: string[] = [];
+    page.on('request', (r) => { if (new URL(r.url()).pathname.startsWith('/auto-scavenge/')) asked.push(new URL(r.url()).pathname); });
+    await goTo(c, '/admin');
+    await showsText(section.getByRole('status'), 'Auto-scavenge is not enabled on this node: it takes a license key entitled to AUTO_SCAVENGE');
     expect(await section.getByRole('button').count()).toBe(0);
     expect((await http(c.node, '/auto-scavenge/status')).status).toBe(503);
+    // Asked once whether it is on; not asked again (its other routes answer 503 every time).
+    await page.waitForTimeout(2_500);
+    expect(asked).toEqual(['/auto-scavenge/enabled']);
   });
 
   it('reloads the configuration after a confirmation, and not without one', async () => {

@@ -1,6 +1,7 @@
 import { cloneElement, isValidElement, type ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiFailure } from './api';
+import { prettyJson } from './json';
 
 // Building blocks every view shares: async loading with errors shown, polling, pretty JSON,
 // a confirmation dialog, labelled fields. Plain elements, so screen readers and tests see
@@ -76,15 +77,14 @@ export function Notice({ children }: { children: ComponentChildren }) {
   return <p class="notice" role="status">{children}</p>;
 }
 
-/** JSON pretty-printed when the text parses, the text itself otherwise. */
+/**
+ * JSON text as the node sent it, re-indented without being parsed (json.ts: no digit lost); text
+ * that is not JSON as it is. A value the console made itself is written with JSON.stringify.
+ */
 export function Json({ value, label }: { value: unknown; label?: string }) {
-  let shown: string;
-  if (typeof value === 'string') {
-    try { shown = JSON.stringify(JSON.parse(value), null, 2); } catch { shown = value; }
-  } else {
-    shown = value === undefined ? '' : JSON.stringify(value, null, 2);
-  }
-  return <pre class="json" role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
+  const shown = typeof value === 'string' ? prettyJson(value) : value === undefined ? '' : JSON.stringify(value, null, 2);
+  // Focusable: a long document scrolls, and keyboard users scroll it too (axe: scrollable-region-focusable).
+  return <pre class="json" tabIndex={0} role={label ? 'group' : undefined} aria-label={label}>{shown}</pre>;
 }
 
 /**
@@ -152,6 +152,13 @@ export function Field({ label, children, hint }: { label: string; children: Comp
   );
 }
 
+/** A log position (`C:6206130/P:6206130`): when it does not fit, it wraps after the slash, not inside a number. */
+export function Position({ text }: { text: string | number | null | undefined }) {
+  if (text === null || text === undefined || text === '') return <>–</>;
+  const parts = String(text).split('/');
+  return <>{parts.map((part, i) => (i === 0 ? part : <>/<wbr />{part}</>))}</>;
+}
+
 export function formatBytes(n: number): string {
   if (!Number.isFinite(n)) return '–';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -162,4 +169,26 @@ export function formatBytes(n: number): string {
 
 export function formatNumber(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '–';
+}
+
+const ISO_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d{1,3})?\d*Z$/;
+
+/**
+ * The console's one way to write a moment: `2026-11-26 12:00:00.123 UTC`, in UTC as the node
+ * records it (operators in several time zones read the same figures). An ISO time with another
+ * offset is converted; what is not a time is shown as it is.
+ */
+export function formatTime(iso: string): string {
+  let m = ISO_UTC.exec(iso);
+  if (!m) {
+    const at = new Date(iso);
+    m = Number.isNaN(at.getTime()) ? null : ISO_UTC.exec(at.toISOString());
+  }
+  return m ? `${m[1]} ${m[2]}${m[3] ?? ''} UTC` : iso;
+}
+
+/** A moment as formatTime writes it, the node's own text kept for the tooltip and machines. */
+export function When({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span>–</span>;
+  return <time dateTime={iso} title={iso}>{formatTime(iso)}</time>;
 }

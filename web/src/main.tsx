@@ -23,20 +23,41 @@ interface Area {
   view: (props: ViewProps) => any;
   /** Who sees it in the navigation (the node still checks every request). */
   shown: (s: Session) => boolean;
+  /** What the route's segments after the area's name show, for the tab title (none: the area itself). */
+  subject?: (path: string[]) => string | undefined;
 }
 
 const AREAS: Area[] = [
   { name: '', title: 'Dashboard', view: Dashboard, shown: () => true },
-  { name: 'streams', title: 'Streams', view: Streams, shown: () => true },
-  { name: 'projections', title: 'Projections', view: Projections, shown: () => true },
-  { name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true },
+  {
+    name: 'streams', title: 'Streams', view: Streams, shown: () => true,
+    subject: ([stream, ...rest]) => (rest.length === 1 && /^\d+$/.test(rest[0]) ? `Event ${rest[0]}@${stream}` : stream),
+  },
+  {
+    name: 'projections', title: 'Projections', view: Projections, shown: () => true,
+    subject: ([name, what]) => (name === 'new' && what === undefined ? 'New projection' : what === 'debug' ? `Debug ${name}` : name),
+  },
+  {
+    name: 'subscriptions', title: 'Subscriptions', view: Subscriptions, shown: () => true,
+    subject: ([stream, group]) => (group !== undefined ? `${group} on ${stream}` : stream),
+  },
   // GET /gossip is everyone's (clients discover a cluster before logging in): so is this page.
   { name: 'cluster', title: 'Cluster', view: Cluster, shown: () => true },
-  { name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s) },
-  { name: 'users', title: 'Users', view: Users, shown: () => true },
+  {
+    name: 'admin', title: 'Admin', view: Admin, shown: (s) => isOps(s),
+    subject: ([what, id]) => (what === 'scavenges' && id ? `Scavenge ${id}` : undefined),
+  },
+  { name: 'users', title: 'Users', view: Users, shown: () => true, subject: ([login]) => login },
 ];
 
+/** The tab's title: what the view shows, its area and the node (`orders-1 — Streams — db1:2113`), so tabs can be told apart. */
+function useTitle(...parts: Array<string | undefined>): void {
+  const title = [...parts.filter((p): p is string => !!p), location.host].join(' — ');
+  useEffect(() => { document.title = title; }, [title]);
+}
+
 function Login() {
+  useTitle('Log in');
   const [user, setUser] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string>();
@@ -70,6 +91,11 @@ function App() {
   const route = useRoute();
   if (!session) return <Login />;
   const area = AREAS.find((a) => a.name !== '' && a.name === route[0]) ?? AREAS[0];
+  return <Shell session={session} area={area} path={area.name ? route.slice(1) : route} />;
+}
+
+function Shell({ session, area, path }: { session: Session; area: Area; path: string[] }) {
+  useTitle(area.subject?.(path), area.title);
   const View = area.view;
   return (
     <>
@@ -86,7 +112,7 @@ function App() {
         </span>
       </header>
       <main>
-        <View path={area.name ? route.slice(1) : route} session={session} />
+        <View path={path} session={session} />
       </main>
     </>
   );

@@ -3,9 +3,9 @@ import { ApiFailure, getJson, request } from '../../api';
 import { Field, Notice, useAction, useInterval } from '../../components';
 import { formatDuration, Failure, nodeMessage, timeSpanSeconds } from './shared';
 
-// Auto-scavenge: whether the node runs it (a node without a license entitled to it answers 503),
-// its status every two seconds, the schedule (a five-field cron in the node's local time), and
-// pause / resume.
+// Auto-scavenge: whether the node runs it (GET /auto-scavenge/enabled, asked once: a node without
+// it answers 503 to everything else, so nothing else is asked), then its status every two
+// seconds, the schedule (a five-field cron in the node's local time), and pause / resume.
 
 const REFRESH_MS = 2000;
 
@@ -19,19 +19,25 @@ type Loaded =
   | { kind: 'enabled'; status: Status }
   | { kind: 'disabled'; message: string };
 
+const NOT_ENABLED = 'it takes a license key entitled to AUTO_SCAVENGE, and is off in dev mode, with an in-memory database and with'
+  + ' --auto-scavenge-enabled false (the node\'s start-up log says which).';
+
 const STATES: Record<string, string> = {
   NotConfigured: 'Not configured', Waiting: 'Waiting for the next cycle', InProgress: 'In progress', Pausing: 'Pausing', Paused: 'Paused',
 };
 
-async function load(): Promise<Loaded> {
-  const { enabled } = await getJson<{ enabled: boolean }>('/auto-scavenge/enabled');
+/** The status, once /enabled said yes (`known`); a node that says no is not asked again. */
+async function load(known: Loaded | undefined): Promise<Loaded> {
+  if (known?.kind === 'disabled') return known;
+  if (known === undefined) {
+    const { enabled } = await getJson<{ enabled: boolean }>('/auto-scavenge/enabled');
+    if (!enabled) return { kind: 'disabled', message: NOT_ENABLED };
+  }
   try {
-    const status = await getJson<Status>('/auto-scavenge/status');
-    return { kind: 'enabled', status };
+    return { kind: 'enabled', status: await getJson<Status>('/auto-scavenge/status') };
   } catch (err) {
-    // Off: the node says so (503 with its reason); /enabled says false.
+    // Turned off since (a license that expired): the node's 503 says why.
     if (err instanceof ApiFailure && err.status === 503) return { kind: 'disabled', message: nodeMessage(err) };
-    if (!enabled) return { kind: 'disabled', message: nodeMessage(err) };
     throw err;
   }
 }
@@ -43,12 +49,15 @@ export function AutoScavengeSection({ live }: { live: boolean }) {
   const [scheduleTouched, setScheduleTouched] = useState(false);
   const { busy, error: actionError, done, run } = useAction();
   const polling = useRef(false);
+  const loadedNow = useRef<Loaded | undefined>(undefined);
 
   const refresh = async () => {
     if (polling.current) return;
     polling.current = true;
     try {
-      setLoaded(await load());
+      const next = await load(loadedNow.current);
+      loadedNow.current = next;
+      setLoaded(next);
       setError(undefined);
     } catch (err) {
       setError(err);
@@ -57,7 +66,7 @@ export function AutoScavengeSection({ live }: { live: boolean }) {
     }
   };
   useEffect(() => { void refresh(); }, []);
-  useInterval(() => { if (live) void refresh(); }, REFRESH_MS);
+  useInterval(() => { if (live && loadedNow.current?.kind !== 'disabled') void refresh(); }, REFRESH_MS);
 
   // The schedule field starts with the node's schedule until the user edits it.
   const nodeSchedule = loaded?.kind === 'enabled' ? loaded.status.schedule ?? '' : '';

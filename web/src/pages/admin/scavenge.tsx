@@ -1,18 +1,19 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson, request, seg } from '../../api';
-import { Field, formatBytes, formatNumber, Notice, useAction, useInterval, usePoll } from '../../components';
+import { Field, formatBytes, formatNumber, Notice, useAction, useInterval, usePoll, When } from '../../components';
 import { href } from '../../router';
-import { Duration, Failure, readBackward, When, type FeedEvent } from './shared';
+import { Duration, Failure, readBackward, type FeedEvent } from './shared';
 import type { ScavengeProgress } from '../../../../src/scavenge/types';
 
 // Scavenging: the form that starts one (the node checks the parameters and answers 400 with its
 // reason), the running one's progress (GET /admin/scavenge/current and its history stream
-// $scavenges-{id}, every second) with a stop button, and the history of the runs from
-// $scavenges (one started and one completed event each).
+// $scavenges-{id}, every second, once the history lists the run: before, the stream has no
+// events) with a stop button, and the history of the runs (GET /admin/scavenge/history, from
+// $scavenges: an empty list before the first scavenge, where the stream itself is a 404).
 
 const REFRESH_MS = 1000;
-/** How many history events ($scavenges) are read: two per scavenge. */
-const HISTORY_EVENTS = 100;
+/** How many runs the history shows. */
+const HISTORY_RUNS = 50;
 
 /** GET /admin/scavenge/current (the node's own types: src/scavenge/types.ts). */
 interface Current {
@@ -21,10 +22,15 @@ interface Current {
   progress?: ScavengeProgress;
 }
 
-export interface HistoryRow {
+/** One run of GET /admin/scavenge/history (from $scavenges; null until its events say). */
+export interface ScavengeRun {
   scavengeId: string;
-  started?: string;
-  completed?: FeedEvent;
+  started: string | null;
+  completed: string | null;
+  result: string | null;
+  timeTaken: string | null;
+  spaceSaved: number | null;
+  error: string | null;
 }
 
 const PHASES: Record<string, string> = {
@@ -39,23 +45,9 @@ const EVENT_NAMES: Record<string, string> = {
 
 export const scavengeStream = (id: string) => `$scavenges-${id}`;
 
-/** One row per scavenge from $scavenges' events (newest first), the newest scavenge first. */
-export function historyRows(events: FeedEvent[]): HistoryRow[] {
-  const rows = new Map<string, HistoryRow>();
-  for (const e of events) {
-    const id = e.data?.scavengeId;
-    if (typeof id !== 'string') continue;
-    const row = rows.get(id) ?? { scavengeId: id };
-    if (e.eventType === '$scavengeStarted') row.started = e.updated;
-    if (e.eventType === '$scavengeCompleted') row.completed = e;
-    rows.set(id, row);
-  }
-  return [...rows.values()];
-}
-
-function resultOf(row: HistoryRow, runningId: string): string {
-  if (row.completed) return String(row.completed.data?.result ?? 'Unknown');
-  return row.scavengeId === runningId ? 'Running' : 'Not completed';
+function resultOf(run: ScavengeRun, runningId: string): string {
+  if (run.completed) return run.result ?? 'Unknown';
+  return run.scavengeId === runningId ? 'Running' : 'Not completed';
 }
 
 function chunksOf(data: any): string {
@@ -166,8 +158,11 @@ function RunningScavenge({ current, events, onStopped }: { current: Current; eve
         <div><dt>Phase</dt><dd data-figure="phase">{p ? PHASES[p.phase] ?? p.phase : '–'}</dd></div>
         <div>
           <dt>Chunks of the phase</dt>
-          <dd data-figure="chunks">{counted ? `${formatNumber(p!.chunksDone)} of ${formatNumber(p!.chunksTotal)}` : '–'}</dd>
-          {counted ? <progress aria-label="Chunks of the phase done" value={p!.chunksDone} max={p!.chunksTotal} /> : null}
+          <dd>
+            <span data-figure="chunks">{counted ? `${formatNumber(p!.chunksDone)} of ${formatNumber(p!.chunksTotal)}` : '–'}</span>
+            {/* Inside the dd: a <dl>'s groups may hold only <dt> and <dd> (axe: definition-list). */}
+            {counted ? <progress aria-label="Chunks of the phase done" value={p!.chunksDone} max={p!.chunksTotal} /> : null}
+          </dd>
         </div>
         <div><dt>Events examined</dt><dd>{formatNumber(p?.eventsExamined ?? NaN)}</dd></div>
         <div><dt>Events removed</dt><dd>{formatNumber(p?.eventsRemoved ?? NaN)}</dd></div>
@@ -189,7 +184,7 @@ export function ScavengeSection({ live }: { live: boolean }) {
   const [current, setCurrent] = useState<Current>();
   const [last, setLast] = useState<{ scavengeId: string; scavengeResult: string }>();
   const [recent, setRecent] = useState<{ id: string; events: FeedEvent[] }>({ id: '', events: [] });
-  const [history, setHistory] = useState<HistoryRow[]>();
+  const [history, setHistory] = useState<ScavengeRun[]>();
   const [stopped, setStopped] = useState<string>();
   const seenId = useRef<string | undefined>(undefined);
 
@@ -200,8 +195,11 @@ export function ScavengeSection({ live }: { live: boolean }) {
     // The history changes when a scavenge starts or ends (and while one runs, its progress).
     const changed = seenId.current !== c.scavengeId || history === undefined;
     seenId.current = c.scavengeId;
-    if (c.scavengeId) setRecent({ id: c.scavengeId, events: (await readBackward(scavengeStream(c.scavengeId), 8)).reverse() });
-    if (changed || c.scavengeId) setHistory(historyRows(await readBackward('$scavenges', HISTORY_EVENTS)));
+    const runs = changed || c.scavengeId ? await getJson<ScavengeRun[]>(`/admin/scavenge/history?count=${HISTORY_RUNS}`) : history ?? [];
+    setHistory(runs);
+    if (c.scavengeId && runs.some((r) => r.scavengeId === c.scavengeId)) {
+      setRecent({ id: c.scavengeId, events: (await readBackward(scavengeStream(c.scavengeId), 8)).reverse() });
+    }
   }, REFRESH_MS, live);
 
   const runningId = current?.scavengeId ?? '';
@@ -226,19 +224,16 @@ export function ScavengeSection({ live }: { live: boolean }) {
         <table aria-labelledby="history-title">
           <thead><tr><th>Scavenge</th><th>Started</th><th>Result</th><th>Time taken</th><th>Space saved</th><th>Error</th></tr></thead>
           <tbody>
-            {history.map((row) => {
-              const d = row.completed?.data ?? {};
-              return (
-                <tr key={row.scavengeId}>
-                  <td class="id"><a href={href('admin', 'scavenges', row.scavengeId)}>{row.scavengeId}</a></td>
-                  <td><When iso={row.started} /></td>
-                  <td>{resultOf(row, runningId)}</td>
-                  <td>{row.completed ? <Duration value={d.timeTaken} /> : '–'}</td>
-                  <td>{typeof d.spaceSaved === 'number' ? formatBytes(d.spaceSaved) : '–'}</td>
-                  <td>{d.error ?? ''}</td>
-                </tr>
-              );
-            })}
+            {history.map((run) => (
+              <tr key={run.scavengeId}>
+                <td class="id"><a href={href('admin', 'scavenges', run.scavengeId)}>{run.scavengeId}</a></td>
+                <td><When iso={run.started} /></td>
+                <td>{resultOf(run, runningId)}</td>
+                <td>{run.completed ? <Duration value={run.timeTaken} /> : '–'}</td>
+                <td>{run.spaceSaved !== null ? formatBytes(run.spaceSaved) : '–'}</td>
+                <td>{run.error ?? ''}</td>
+              </tr>
+            ))}
           </tbody>
         </table>
       )}

@@ -97,10 +97,3 @@ export function Duration({ value }: { value: unknown }) {
   if (typeof value !== 'string') return <span>–</span>;
   return <span title={value}>{formatDuration(timeSpanSeconds(value))}</span>;
 }
-
-/** A time stamp in the browser's locale (ISO kept for the tooltip). */
-export function When({ iso }: { iso: string | undefined }) {
-  if (!iso) return <span>–</span>;
-  const d = new Date(iso);
-  return <time dateTime={iso} title={iso}>{Number.isNaN(d.getTime()) ? iso : d.toLocaleString()}</time>;
-}

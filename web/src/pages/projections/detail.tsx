@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { isOps, request, type Session } from '../../api';
-import { ConfirmButton, ErrorBox, Json, Notice, formatBytes, formatNumber, useAction, useInterval } from '../../components';
+import { isAdmin, isOps, request, type Session } from '../../api';
+import { ConfirmButton, ErrorBox, Json, Notice, Position, formatBytes, formatNumber, useAction, useInterval } from '../../components';
 import { href, navigate } from '../../router';
 import { QueryEditor } from './editor';
 import { StatusBadge, REFRESH_MS } from './list';
@@ -40,6 +40,15 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
 
   const loadCatalogs = async (c: QueryConfig | undefined) => {
     if (!c) return;
+    // Catalogue streams are system streams, only admins' by default: not asked for anyone else.
+    if (!isAdmin(session)) {
+      const refused = (why: string) => ({ items: [], more: false, refused: why });
+      if (c.definition.byStreams || c.definition.byCustomPartitions) {
+        setPartitions(refused(`The partitions are listed in $projections-${name}-partitions, which only admins may read by default: type a partition's name.`));
+      }
+      if (c.trackEmittedStreams) setEmitted(refused(`The streams it emitted to are listed in $projections-${name}-emittedstreams, which only admins may read by default.`));
+      return;
+    }
     if (c.definition.byStreams || c.definition.byCustomPartitions) {
       setPartitions(await readTextStream(`$projections-${name}-partitions`).catch((err) => ({ items: [], more: false, refused: String(err) })));
     }
@@ -98,8 +107,8 @@ export function ProjectionDetail({ name, session }: { name: string; session: Ses
         <div><dt>Mode</dt><dd data-figure="mode">{modeTitle(stats.mode)}</dd></div>
         <div><dt>Progress</dt><dd data-figure="progress">{stats.progress < 0 ? 'unknown' : `${formatNumber(stats.progress, 1)} %`}</dd></div>
         <div><dt>Lag behind the log</dt><dd data-figure="lag" title={Number.isFinite(lag) ? `${formatNumber(lag)} bytes of log still to read` : undefined}>{Number.isFinite(lag) ? formatBytes(lag) : '–'}</dd></div>
-        <div><dt>Position</dt><dd data-figure="position">{stats.position}</dd></div>
-        <div><dt>Last checkpoint</dt><dd>{stats.lastCheckpoint}</dd></div>
+        <div><dt>Position</dt><dd data-figure="position"><Position text={stats.position} /></dd></div>
+        <div><dt>Last checkpoint</dt><dd><Position text={stats.lastCheckpoint} /></dd></div>
         <div><dt>Events processed</dt><dd data-figure="processed">{formatNumber(stats.eventsProcessedAfterRestart)}</dd></div>
         <div><dt>Buffered events</dt><dd>{formatNumber(stats.bufferedEvents)}</dd></div>
       </dl>

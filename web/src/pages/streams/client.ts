@@ -75,8 +75,5 @@ export function eventNumberOf(location: string | null): number | undefined {
 /** A soft delete writes `$tb` = Int64.MaxValue into the stream's metadata. */
 export const SOFT_DELETED_TB = 2 ** 53;
 
-/** "2026-11-26T12:00:00.123456Z" → "2026-11-26 12:00:00.123 UTC". */
-export function formatTime(iso: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(\.\d{1,3})?\d*Z$/.exec(iso);
-  return m ? `${m[1]} ${m[2]}${m[3] ?? ''} UTC` : iso;
-}
+/** "2026-11-26T12:00:00.123456Z" → "2026-11-26 12:00:00.123 UTC": the console's one time format. */
+export { formatTime } from '../../components';

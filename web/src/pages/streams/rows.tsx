@@ -1,4 +1,5 @@
 import { useId, useState } from 'preact/hooks';
+import { Json } from '../../components';
 import { href } from '../../router';
 import { entryTarget, formatTime, type Entry } from './client';
 import './rows.css';
@@ -7,7 +8,7 @@ import './rows.css';
 // show the event's data and metadata. A page of 20 events is 20 lines instead of ~2,500 px of
 // pretty-printed JSON. The toggle is a real button (aria-expanded, aria-controls), so a keyboard
 // or a screen reader opens a row as a mouse does; a click anywhere else on the line does too.
-// Data and metadata are the node's own text in a <pre>: nothing is parsed or re-serialised here.
+// Data and metadata are the node's own text, shown by Json: re-indented, never parsed (no digit lost).
 
 /** Where an entry sits: its own `n@stream` (a resolved link's place in its stream, not its target's). */
 export function ownPlace(e: Entry): { streamId: string; eventNumber: number } {
@@ -87,11 +88,11 @@ function EventRow({ entry: e, name, open, onToggle, showStream, columns }: {
                 <span class="body-label">Data</span>
                 {e.data === undefined || e.data === null
                   ? <p class="muted">{e.eventType ? '(none)' : '(event gone)'}</p>
-                  : <RawText text={e.data} label={`Data of ${name}`} />}
+                  : <Json value={e.data} label={`Data of ${name}`} />}
               </div>
               <div>
                 <span class="body-label">Metadata</span>
-                {e.metaData ? <RawText text={e.metaData} label={`Metadata of ${name}`} /> : <p class="muted">(none)</p>}
+                {e.metaData ? <Json value={e.metaData} label={`Metadata of ${name}`} /> : <p class="muted">(none)</p>}
               </div>
             </div>
             {e.eventId ? <p class="muted event-id">Event id <code>{e.eventId}</code></p> : null}
@@ -100,9 +101,4 @@ function EventRow({ entry: e, name, open, onToggle, showStream, columns }: {
       ) : null}
     </>
   );
-}
-
-/** The node's text as it sent it (already indented with ?embed=tryharder). */
-function RawText({ text, label }: { text: string; label: string }) {
-  return <pre class="json" role="group" aria-label={label}>{text}</pre>;
 }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure } from '../../api';
 import { ConfirmButton, ErrorBox, Field, Json, Notice, useAction, useAsync } from '../../components';
+import { prettyJson } from '../../json';
 import { href, navigate } from '../../router';
 import { call, ATOM, EVENTS, eventNumberOf, pagePath, SOFT_DELETED_TB, streamPath, type Feed } from './client';
 import { Pager } from './parts';
@@ -29,11 +30,17 @@ async function readMetadata(stream: string, signal: AbortSignal): Promise<Metada
 export function StreamView({ stream, page }: { stream: string; page: string[] }) {
   const [tick, setTick] = useState(0);
   const refresh = () => setTick((t) => t + 1);
-  const feed = useAsync((signal) => call(pagePath(stream, page), { accept: ATOM, signal }).then((r) => r.json<Feed>()), [stream, page.join('/'), tick]);
   const meta = useAsync((signal) => readMetadata(stream, signal), [stream, tick]);
-  const status = feed.error instanceof ApiFailure ? feed.error.status : undefined;
+  // The metadata says first whether there are events to read: not for a stream that does not
+  // exist (404), was hard-deleted (410) or soft-deleted ($tb at the end of time), whose feed the
+  // node refuses as well.
   const tb = meta.data?.status === 'ok' ? meta.data.doc?.$tb : undefined;
-  const softDeleted = status === 404 && typeof tb === 'number' && tb >= SOFT_DELETED_TB;
+  const softDeleted = typeof tb === 'number' && tb >= SOFT_DELETED_TB;
+  const metaStatus = meta.data?.status === 'none' ? 404 : meta.data?.status === 'error' && meta.data.error instanceof ApiFailure ? meta.data.error.status : undefined;
+  const readable = meta.data !== undefined && !softDeleted && metaStatus !== 404 && metaStatus !== 410;
+  const feed = useAsync((signal) => (readable ? call(pagePath(stream, page), { accept: ATOM, signal }).then((r) => r.json<Feed>()) : Promise.resolve(undefined)),
+    [stream, page.join('/'), tick, readable]);
+  const status = feed.error instanceof ApiFailure ? feed.error.status : softDeleted ? 404 : metaStatus === 404 || metaStatus === 410 ? metaStatus : undefined;
   const hardDeleted = status === 410;
   const atHead = page.length === 0 || page[0] === 'head';
   // While a delete is under way the live tail asks nothing (its wait would end in the 404 of the delete).
@@ -67,7 +74,7 @@ export function StreamView({ stream, page }: { stream: string; page: string[] })
                 ? <EventsTable entries={feed.data.entries} caption={`Events of ${stream}, newest first`} />
                 : <p class="muted">No events on this page.</p>}
           </>
-        ) : feed.loading && !feed.error ? <p class="muted">Loading…</p> : null}
+        ) : (feed.loading || meta.data === undefined) && !feed.error ? <p class="muted">Loading…</p> : null}
       </section>
 
       {hardDeleted ? null : (
@@ -96,8 +103,8 @@ function AppendForm({ stream, onAppended }: { stream: string; onAppended: () => 
     void run(async () => {
       // Checked here first: a form the node would refuse is not sent.
       const event: Record<string, unknown> = { eventId: crypto.randomUUID(), eventType: type.trim() };
-      event.data = dataIsJson ? parseJson(data, 'Data') : data;
-      if (metadata.trim()) event.metadata = parseJson(metadata, 'Metadata');
+      event.data = dataIsJson ? checkedJson(data, 'Data') : data;
+      if (metadata.trim()) event.metadata = checkedJson(metadata, 'Metadata');
       if (expected.trim() && !/^-?\d+$/.test(expected.trim())) throw new Error('Expected version must be a whole number (-1: the stream must not exist, -2: any, -4: must exist).');
       const res = await call(streamPath(stream), {
         method: 'POST', contentType: EVENTS, body: [event],
@@ -139,9 +146,11 @@ function AppendForm({ stream, onAppended }: { stream: string; onAppended: () => 
   );
 }
 
-function parseJson(text: string, what: string): unknown {
+/** The JSON text itself, sent as typed (the node stores it as it is; a parsed copy would round big numbers). */
+function checkedJson(text: string, what: string): string {
   try {
-    return JSON.parse(text);
+    JSON.parse(text);
+    return text;
   } catch (err) {
     throw new Error(`${what} is not valid JSON: ${(err as Error).message}`);
   }
@@ -195,10 +204,6 @@ function MetadataEditor({ stream, meta, onSaved }: { stream: string; meta: Metad
       )}
     </section>
   );
-}
-
-function prettyJson(text: string): string {
-  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
 }
 
 function DeleteActions({ stream, disabled, onDeleting, onDeleted }: {

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { getJson, isOps, request, seg, type Session } from '../../api';
-import { ConfirmButton, ErrorBox, Field, Notice, formatNumber, useAction, useAsync, useInterval } from '../../components';
+import { getJson, isAdmin, isOps, request, seg, type Session } from '../../api';
+import type { ComponentChildren } from 'preact';
+import { ConfirmButton, ErrorBox, Field, Notice, Position, formatNumber, useAction, useAsync, useInterval } from '../../components';
 import { href, navigate } from '../../router';
 import type { ViewProps } from '../../view';
 import { Failure } from './failure';
@@ -109,8 +110,8 @@ function Group({ stream, group, session }: { stream: string; group: string; sess
           <dl class="cards" aria-label="Subscription figures">
             <Figure name="status" label="Status" value={g.status} />
             <Figure name="processed" label="Processed" value={formatNumber(g.totalItemsProcessed)} />
-            <Figure name="last-known" label="Last known event" value={g.lastKnownEventPosition ?? '–'} />
-            <Figure name="last-checkpoint" label="Last checkpoint" value={g.lastCheckpointedEventPosition ?? '–'} />
+            <Figure name="last-known" label="Last known event" value={<Position text={g.lastKnownEventPosition} />} />
+            <Figure name="last-checkpoint" label="Last checkpoint" value={<Position text={g.lastCheckpointedEventPosition} />} />
             <Figure name="in-flight" label="In flight" value={formatNumber(g.totalInFlightMessages)} />
             <Figure name="outstanding" label="Outstanding" value={formatNumber(g.outstandingMessagesCount)} />
             <Figure name="read-buffer" label="Read buffer" value={formatNumber(g.readBufferCount)} />
@@ -136,7 +137,7 @@ function Group({ stream, group, session }: { stream: string; group: string; sess
           ) : null}
           <h2>Parked messages</h2>
           {isOps(session) ? <Replay stream={stream} group={group} onReplayed={() => { info.reload(); setParkedTick((t) => t + 1); }} /> : null}
-          <Parked stream={stream} group={group} tick={parkedTick} />
+          <Parked stream={stream} group={group} tick={parkedTick} readable={isAdmin(session)} />
           {isOps(session) ? (
             <>
               <EditForm stream={stream} group={group} config={g.config} onSaved={info.reload} />
@@ -162,7 +163,7 @@ function Group({ stream, group, session }: { stream: string; group: string; sess
   );
 }
 
-function Figure({ name, label, value }: { name: string; label: string; value: string }) {
+function Figure({ name, label, value }: { name: string; label: string; value: ComponentChildren }) {
   return <div><dt>{label}</dt><dd data-figure={name}>{value}</dd></div>;
 }
 

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, getJson, seg } from '../../api';
-import { ErrorBox, Json, useAsync, useInterval } from '../../components';
+import { ErrorBox, Json, useAsync, useInterval, When } from '../../components';
 import { href } from '../../router';
 
 // A group's parked messages: the links in $persistentsubscription-{stream}::{group}-parked,
@@ -28,10 +28,17 @@ const local = (uri: string | undefined) => {
 
 const withBody = (path: string) => path + (path.includes('?') ? '&' : '?') + 'embed=body';
 
-export function Parked({ stream, group, tick }: { stream: string; group: string; tick: number }) {
+/**
+ * `readable`: whether the user may read the parked stream, a system stream (admins only by
+ * default); for anyone else it is read only when they ask (a node may grant more).
+ */
+export function Parked({ stream, group, tick, readable }: { stream: string; group: string; tick: number; readable: boolean }) {
   const first = `/streams/${seg(parkedStream(stream, group))}/head/backward/${PAGE}`;
   const [at, setAt] = useState(first);
-  const page = useAsync<Page>(async (signal) => {
+  const [asked, setAsked] = useState(false);
+  const reading = readable || asked;
+  const page = useAsync<Page | undefined>(async (signal) => {
+    if (!reading) return undefined;
     try {
       const feed = await getJson(withBody(at), { accept: ATOM, signal });
       const linkTo = (rel: string) => local(feed.links?.find((l: any) => l.relation === rel)?.uri);
@@ -42,9 +49,17 @@ export function Parked({ stream, group, tick }: { stream: string; group: string;
       if (err instanceof ApiFailure && err.status === 401) throw new Error('Your account may not read the parked messages (a system stream, admins only by default).');
       throw err;
     }
-  }, [at, tick]);
-  useInterval(page.reload, REFRESH_MS);
+  }, [at, tick, reading]);
+  useInterval(() => { if (reading && !page.error) page.reload(); }, REFRESH_MS);
   const entries = page.data?.entries ?? [];
+  if (!reading) {
+    return (
+      <p class="muted" role="status">
+        Parked messages are kept in {parkedStream(stream, group)}, a system stream only admins may read by default.{' '}
+        <button type="button" class="link" onClick={() => setAsked(true)}>Read it</button>
+      </p>
+    );
+  }
   return (
     <div class="parked">
       <ErrorBox error={page.error} />
@@ -62,7 +77,7 @@ export function Parked({ stream, group, tick }: { stream: string; group: string;
                   <td>{e.streamId !== undefined && e.eventNumber !== undefined
                     ? <a href={href('streams', e.streamId)}>{e.title}</a> : e.title}</td>
                   <td>{e.eventType ?? e.summary}</td>
-                  <td>{meta?.added ?? e.updated}</td>
+                  <td><When iso={meta?.added ?? e.updated} /></td>
                   <td class="reason">{meta?.reason ?? ''}</td>
                   <td>{e.data !== undefined ? <details><summary>Show</summary><Json value={e.data} label={`Data of ${e.title}`} /></details> : '–'}</td>
                 </tr>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, getJson, isAdmin, logOut, request, seg, type Session } from '../../api';
-import { ConfirmButton, ErrorBox, Field, Notice, errorText, useAction, useAsync } from '../../components';
+import { ConfirmButton, ErrorBox, Field, Notice, When, errorText, useAction, useAsync } from '../../components';
 import { href, navigate } from '../../router';
 import type { ViewProps } from '../../view';
 import './users.css';
@@ -65,7 +65,7 @@ function List({ session }: { session: Session }) {
               <td>{u.fullName}</td>
               <td>{u.groups.join(', ')}</td>
               <td>{u.disabled ? 'Disabled' : 'Enabled'}</td>
-              <td>{u.dateLastUpdated ?? ''}</td>
+              <td><When iso={u.dateLastUpdated} /></td>
             </tr>
           ))}
         </tbody>
@@ -120,7 +120,7 @@ function Account({ login, session }: { login: string; session: Session }) {
             <div><dt>Full name</dt><dd data-fact="full-name">{u.fullName || '–'}</dd></div>
             <div><dt>Groups</dt><dd data-fact="groups">{u.groups.length ? u.groups.join(', ') : 'none'}</dd></div>
             <div><dt>State</dt><dd data-fact="state">{u.disabled ? 'Disabled' : 'Enabled'}</dd></div>
-            <div><dt>Last updated</dt><dd>{u.dateLastUpdated ?? '–'}</dd></div>
+            <div><dt>Last updated</dt><dd><When iso={u.dateLastUpdated} /></dd></div>
           </dl>
           {admin ? (
             <>

@@ -1,0 +1,130 @@
+// JSON text re-indented token by token, never parsed into values: numbers and strings are copied
+// exactly as written. JSON.parse would round 9007199254740993 to 9007199254740992 and the $tb of
+// a soft-deleted stream (9223372036854775807, Int64.MaxValue) to 9223372036854776000, and
+// JSON.stringify would write the rounded numbers. The node re-indents event data with it (atom
+// feeds with embed=pretty and tryharder) and the console shows every JSON document through it.
+// The layout is JSON.stringify's (`{}` and `[]` when empty, `"key": value`); it checks the
+// grammar as strictly as JSON.parse does and answers undefined for anything that is not one
+// JSON value. Iterative: any depth of nesting, no recursion.
+
+type Expecting = 'value' | 'firstValue' | 'key' | 'firstKey' | 'colon' | 'next' | 'end';
+
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const ESCAPABLE = new Set(['"', '\\', '/', 'b', 'f', 'n', 'r', 't']);
+const HEX4 = /^[0-9a-fA-F]{4}$/;
+
+/**
+ * `text` (one JSON value, whitespace around it allowed) laid out with `indent` per level, or
+ * compact when `indent` is ''; undefined when `text` is not JSON.
+ */
+export function indentJson(text: string, indent = '  '): string | undefined {
+  const out: string[] = [];
+  const open: Array<'{' | '['> = [];
+  const newlines: string[] = [];
+  const newline = (depth: number) => (indent ? (newlines[depth] ??= '\n' + indent.repeat(depth)) : '');
+  let expecting: Expecting = 'value';
+  let i = 0;
+  for (;;) {
+    i = skipWhitespace(text, i);
+    if (i >= text.length) return expecting === 'end' ? out.join('') : undefined;
+    const c = text[i];
+    if (expecting === 'end') return undefined;
+    if (expecting === 'next') {
+      const top = open[open.length - 1];
+      if (c === ',') {
+        out.push(',', newline(open.length));
+        expecting = top === '{' ? 'key' : 'value';
+      } else if (c === closerOf(top)) {
+        open.pop();
+        out.push(newline(open.length), c);
+        expecting = open.length > 0 ? 'next' : 'end';
+      } else {
+        return undefined;
+      }
+      i++;
+      continue;
+    }
+    if (expecting === 'colon') {
+      if (c !== ':') return undefined;
+      out.push(indent ? ': ' : ':');
+      expecting = 'value';
+      i++;
+      continue;
+    }
+    if (expecting === 'firstKey' || expecting === 'firstValue') {
+      if (c === closerOf(open[open.length - 1])) {
+        open.pop();
+        out.push(c);
+        expecting = open.length > 0 ? 'next' : 'end';
+        i++;
+        continue;
+      }
+      out.push(newline(open.length));
+      expecting = expecting === 'firstKey' ? 'key' : 'value';
+    }
+    if (expecting === 'key') {
+      const end = c === '"' ? stringEnd(text, i) : -1;
+      if (end < 0) return undefined;
+      out.push(text.slice(i, end));
+      expecting = 'colon';
+      i = end;
+      continue;
+    }
+    // A value.
+    if (c === '{' || c === '[') {
+      open.push(c);
+      out.push(c);
+      expecting = c === '{' ? 'firstKey' : 'firstValue';
+      i++;
+      continue;
+    }
+    const end = scalarEnd(text, i);
+    if (end < 0) return undefined;
+    out.push(text.slice(i, end));
+    expecting = open.length > 0 ? 'next' : 'end';
+    i = end;
+  }
+}
+
+const closerOf = (opener: '{' | '[' | undefined) => (opener === '{' ? '}' : ']');
+
+function skipWhitespace(text: string, i: number): number {
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+    else return i;
+  }
+}
+
+/** Where the string, number or literal starting at `i` ends; -1 when none starts there. */
+function scalarEnd(text: string, i: number): number {
+  const c = text[i];
+  if (c === '"') return stringEnd(text, i);
+  for (const literal of ['true', 'false', 'null']) {
+    if (text.startsWith(literal, i)) return i + literal.length;
+  }
+  NUMBER.lastIndex = i;
+  return NUMBER.test(text) ? NUMBER.lastIndex : -1;
+}
+
+/** The end of the string whose opening quote is at `i`; -1 when it is not a JSON string. */
+function stringEnd(text: string, i: number): number {
+  for (let j = i + 1; j < text.length; j++) {
+    const c = text[j];
+    if (c === '"') return j + 1;
+    if (c === '\\') {
+      const escaped = text[j + 1];
+      if (escaped === 'u') {
+        if (!HEX4.test(text.slice(j + 2, j + 6))) return -1;
+        j += 5;
+      } else if (ESCAPABLE.has(escaped)) {
+        j += 1;
+      } else {
+        return -1;
+      }
+    } else if (text.charCodeAt(j) < 0x20) {
+      return -1;
+    }
+  }
+  return -1;
+}
