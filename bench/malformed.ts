@@ -260,6 +260,7 @@ const GENERATORS: Record<string, Gen[]> = {
   ])}` })],
 
   'GET /': [],
+  'GET /favicon.ico': [],
   'GET /web': [],
   'GET /web/*': [(pick) => ({ method: 'GET', path: pick(['/web/%00', '/web/..%2F..%2Fpackage.json', '/web/%ED%A0%80', '/web/assets/missing.js', '/web/../../package.json', '/web/%2e%2e/%2e%2e/package.json']) })],
 
@@ -269,6 +270,7 @@ const GENERATORS: Record<string, Gen[]> = {
   ])}`, ...withType(JSON_TYPE, '{}') })],
   'GET /admin/scavenge/current': [],
   'GET /admin/scavenge/last': [],
+  'GET /admin/scavenge/history': [(pick) => ({ method: 'GET', path: `/admin/scavenge/history?count=${pick(['0', '1001', '-1', 'abc', '1.5', '%00', '1&count=2', '1e3', '0x10', '99999999999999999999', 'NaN', 'Infinity', '%ED%A0%80'])}` })],
   'DELETE /admin/scavenge/:scavengeId': [(pick) => ({ method: 'DELETE', path: `/admin/scavenge/${pick([oddName(pick), ...BAD_GUIDS.filter(Boolean)])}` })],
   'POST /admin/mergeindexes': [],
   'GET /auto-scavenge/enabled': [],
@@ -298,6 +300,12 @@ const GENERATORS: Record<string, Gen[]> = {
   'POST /projections/read-events': [(pick) => json('POST', '/projections/read-events', pick([
     ...BAD_JSON, '5', '[]', '{"query":5}', '{"query":{"streams":[5]}}', '{"query":{"categories":"x"}}', '{"query":{},"position":"x"}',
     '{"query":{},"position":{"$c":-1}}', '{"query":{"allEvents":true,"events":["a"]}}', '{"query":{},"position":{"$s":{"a":"x"}}}',
+  ]))],
+  'POST /projections/debug': [(pick) => json('POST', '/projections/debug', pick([
+    ...BAD_JSON, '5', '[]', 'null', '{}', '{"query":5}', '{"query":"fromAll(","events":{"first":1}}', '{"name":5}', '{"query":"fromAll()","events":{"first":0}}',
+    '{"query":"fromAll()","events":{"first":1001}}', '{"query":"fromAll()","events":{"first":"x"}}', '{"query":"fromAll()","events":{"stream":5,"from":0,"count":1}}',
+    '{"query":"fromAll()","events":{"stream":"s","from":-1,"count":1}}', '{"query":"fromAll()","mode":"Bogus"}', '{"query":"fromAll()","emit":"yes"}',
+    '{"query":"fromAll()","extra":true}', '{"query":"fromAll()","events":{"first":1,"stream":"s"}}',
   ]))],
   'GET /projection/:name': [(pick) => ({ method: 'GET', path: projectionPath(pick) })],
   'GET /projection/:name/statistics': [(pick) => ({ method: 'GET', path: `${projectionPath(pick)}/statistics` })],

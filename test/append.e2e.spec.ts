@@ -152,6 +152,22 @@ describe('array form (events+json)', () => {
     ]);
   });
 
+  it('stores JSON data and metadata with every digit the client wrote, numbers past a double\'s precision included', async () => {
+    const s = uniq('arr-exact');
+    // Written by hand: JSON.stringify could not write these numbers.
+    const body = `[
+      {"eventId": "${randomUUID()}", "eventType": "Big", "data": { "id": 9007199254740993, "ratio": 0.12345678901234567890, "n": [1, -12345678901234567890e-3] },
+       "metadata": {"$tb": 9223372036854775807, "note": "keep \\"quoted\\" 1234567890123456789"}},
+      {"eventId": "${randomUUID()}", "eventType": "Small", "data": {"a": 1, "b": "x"}, "metadata": {"c": 2}}
+    ]`;
+    await expectCreated(await post(s, body, { 'Content-Type': EVENTS_JSON }), s, 0);
+    expect((await rawData(s, 0)).toString('utf8')).toBe('{"id":9007199254740993,"ratio":0.12345678901234567890,"n":[1,-12345678901234567890e-3]}');
+    expect((await rawData(s, 1)).toString('utf8')).toBe('{"a":1,"b":"x"}');
+    const stored = (await events(s))!;
+    expect(stored[0].metaData).toBe('{"$tb":9223372036854775807,"note":"keep \\"quoted\\" 1234567890123456789"}');
+    expect(stored[1].metaData).toBe('{"c":2}');
+  });
+
   it('stores string data that is JSON as JSON, other strings as text, and scalars as empty data', async () => {
     const s = uniq('arr-data');
     const body = [

@@ -1,7 +1,8 @@
 import { parseUuid, type ProposedEvent } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { MEDIA } from './media.js';
-import { parseJson } from './json-body.js';
+import { exactSourceOf, parseJson } from './json-body.js';
+import { arrayMemberSpans, indentJson } from './json-indent.js';
 
 // Turning an append request into events. The array form carries ids, types, data and metadata
 // in the body (JSON, declared by EVENTS_BODY); the single-body forms carry one event whose type
@@ -24,9 +25,16 @@ function isJsonContainer(value: unknown): boolean {
   return typeof value === 'object' && value !== null;
 }
 
-/** data / metadata members: JSON containers stored as JSON, JSON text stored as is, other text as UTF-8. */
-function payload(value: unknown): { bytes: Buffer; isJson: boolean } {
-  if (isJsonContainer(value)) return { bytes: Buffer.from(JSON.stringify(value), 'utf8'), isJson: true };
+/**
+ * data / metadata members: JSON containers stored as JSON, JSON text stored as is, other text as
+ * UTF-8. `written`: the container's text as the client wrote it, when the body may hold numbers
+ * JSON.parse rounded (stored compact, every digit kept).
+ */
+function payload(value: unknown, written?: string): { bytes: Buffer; isJson: boolean } {
+  if (isJsonContainer(value)) {
+    const exact = written === undefined ? undefined : indentJson(written, '');
+    return { bytes: Buffer.from(exact ?? JSON.stringify(value), 'utf8'), isJson: true };
+  }
   if (typeof value === 'string') {
     const trimmed = value.trim();
     if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
@@ -43,9 +51,15 @@ function payload(value: unknown): { bytes: Buffer; isJson: boolean } {
 
 /** Member lookup ignoring case, as the established servers read request JSON. */
 function member(item: Record<string, unknown>, name: string): unknown {
-  if (name in item) return item[name];
+  const key = memberName(item, name);
+  return key === undefined ? undefined : item[key];
+}
+
+/** The name of the member `member` reads: the exact name first, then the first equal ignoring case. */
+function memberName(item: Record<string, unknown>, name: string): string | undefined {
+  if (name in item) return name;
   const lower = name.toLowerCase();
-  for (const key of Object.keys(item)) if (key.toLowerCase() === lower) return item[key];
+  for (const key of Object.keys(item)) if (key.toLowerCase() === lower) return key;
   return undefined;
 }
 
@@ -54,6 +68,14 @@ function member(item: Record<string, unknown>, name: string): unknown {
  * regard to case, the exact name first, which JSON schema cannot say: the members are read here.
  */
 export function eventsOf(items: Record<string, unknown>[], maxEventSize: number): ProposedEvent[] {
+  const source = exactSourceOf(items);
+  const spans = source === undefined ? undefined : arrayMemberSpans(source);
+  /** The text of member `name` of element `index` as written, when the body may hold rounded numbers. */
+  const written = (record: Record<string, unknown>, index: number, name: string): string | undefined => {
+    const key = spans ? memberName(record, name) : undefined;
+    const span = key === undefined ? undefined : spans![index]?.get(key);
+    return span && source!.slice(span[0], span[1]);
+  };
   return items.map((record, index) => {
     const idText = member(record, 'eventId');
     if (idText === undefined || idText === null || idText === '') throw badRequest(`Empty eventId provided. (Parameter 'eventId') at event ${index}`);
@@ -61,8 +83,8 @@ export function eventsOf(items: Record<string, unknown>[], maxEventSize: number)
     if (!eventId) throw badRequest(`Invalid eventId ${JSON.stringify(idText)} at event ${index}: expected a GUID.`);
     const eventType = member(record, 'eventType');
     if (typeof eventType !== 'string' || eventType === '') throw badRequest(`Empty eventType provided. (Parameter 'eventType') at event ${index}`);
-    const data = payload(member(record, 'data'));
-    const metadata = payload(member(record, 'metadata'));
+    const data = payload(member(record, 'data'), written(record, index, 'data'));
+    const metadata = payload(member(record, 'metadata'), written(record, index, 'metadata'));
     checkSize(data.bytes.length + metadata.bytes.length, maxEventSize);
     return { eventId, eventType, isJson: data.isJson || metadata.isJson, dataIsJson: data.isJson, data: data.bytes, metadata: metadata.bytes };
   });

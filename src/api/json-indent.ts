@@ -128,3 +128,69 @@ function stringEnd(text: string, i: number): number {
   }
   return -1;
 }
+
+/**
+ * Where each member's value is in the text of a JSON array of objects (an append body that
+ * JSON.parse accepted: the values are delimited here, not checked again): for each
+ * element, its member names (as JSON.parse reads them; the last of equal names, as JSON.parse
+ * keeps it) and the [start, end) of their values' text. Undefined when `text` is not such an
+ * array. With it an event's data is stored as its client wrote it: JSON.parse and JSON.stringify
+ * would round 9007199254740993 to 9007199254740992.
+ */
+export function arrayMemberSpans(text: string): Map<string, [number, number]>[] | undefined {
+  const out: Map<string, [number, number]>[] = [];
+  let i = skipWhitespace(text, 0);
+  if (text[i] !== '[') return undefined;
+  i = skipWhitespace(text, i + 1);
+  if (text[i] === ']') return skipWhitespace(text, i + 1) === text.length ? out : undefined;
+  for (;;) {
+    if (text[i] !== '{') return undefined;
+    const members = new Map<string, [number, number]>();
+    out.push(members);
+    i = skipWhitespace(text, i + 1);
+    if (text[i] === '}') {
+      i++;
+    } else {
+      for (;;) {
+        const keyEnd = text[i] === '"' ? stringEnd(text, i) : -1;
+        if (keyEnd < 0) return undefined;
+        const name = JSON.parse(text.slice(i, keyEnd)) as string;
+        i = skipWhitespace(text, keyEnd);
+        if (text[i] !== ':') return undefined;
+        const start = skipWhitespace(text, i + 1);
+        const end = valueEnd(text, start);
+        if (end < 0) return undefined;
+        members.set(name, [start, end]);
+        i = skipWhitespace(text, end);
+        if (text[i] === ',') { i = skipWhitespace(text, i + 1); continue; }
+        if (text[i] === '}') { i++; break; }
+        return undefined;
+      }
+    }
+    i = skipWhitespace(text, i);
+    if (text[i] === ',') { i = skipWhitespace(text, i + 1); continue; }
+    if (text[i] === ']') return skipWhitespace(text, i + 1) === text.length ? out : undefined;
+    return undefined;
+  }
+}
+
+/** The end of the one JSON value starting at `i` (containers skipped whole, iteratively); -1 when none does. */
+function valueEnd(text: string, i: number): number {
+  const c = text[i];
+  if (c !== '{' && c !== '[') return scalarEnd(text, i);
+  let depth = 0;
+  for (let j = i; j < text.length; j++) {
+    const d = text[j];
+    if (d === '"') {
+      const end = stringEnd(text, j);
+      if (end < 0) return -1;
+      j = end - 1;
+    } else if (d === '{' || d === '[') {
+      depth++;
+    } else if (d === '}' || d === ']') {
+      depth--;
+      if (depth === 0) return j + 1;
+    }
+  }
+  return -1;
+}
