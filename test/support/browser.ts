@@ -178,3 +178,8 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
     return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
   });
 }
+
+/** axe-core's serious and critical findings on the page now: what the console's tests fail on. */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  return (await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { append, eventually, http, newEvent, newUser, uniq } from '../support/node.js';
 import {
-  axeViolations, failOnErrors, goTo, logIn, shows, showsText, useConsole, type ConsoleFixture,
+  failOnErrors, seriousViolations, goTo, logIn, shows, showsText, useConsole, type ConsoleFixture,
 } from '../support/browser.js';
 
 // The projection debugger in a real browser, as admin (from a projection's page) and as a plain
@@ -14,7 +14,7 @@ import {
 const c = useConsole();
 
 async function noSeriousViolations(page: Page): Promise<void> {
-  const found = (await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const found = await seriousViolations(page);
   expect(found, JSON.stringify(found, null, 2)).toEqual([]);
 }
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { append, eventually, http, newEvent, newUser, uniq } from '../support/node.js';
-import { axeViolations, logIn, recordTrouble, shows, useConsole, type ConsoleFixture } from '../support/browser.js';
+import { seriousViolations, logIn, recordTrouble, shows, useConsole, type ConsoleFixture } from '../support/browser.js';
 
 // A console that errs only when something is wrong: every view, walked as admin, as an operator
 // and as a plain user, over a node with the data each view shows (streams, a soft-deleted stream,
@@ -109,7 +109,7 @@ async function walk(c: ConsoleFixture, who: 'admin' | 'ops' | 'user', login: str
       await page.waitForTimeout(POLL_ROUND_MS);
       const title = await page.title();
       if (title !== `${view.title} — ${host}`) found.push(`${view.route}: title "${title}", not "${view.title} — ${host}"`);
-      const serious = (await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+      const serious = await seriousViolations(page);
       for (const v of serious) found.push(`${view.route}: axe ${v.impact} ${v.id} (${v.help}) at ${v.targets.join(', ')}`);
       for (const t of trouble) found.push(`${view.route}: ${t}`);
     }
