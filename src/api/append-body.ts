@@ -1,7 +1,7 @@
 import { parseUuid, type ProposedEvent } from '../store/index.js';
 import { ApiError, badRequest } from './errors.js';
 import { MEDIA } from './media.js';
-import { exactSourceOf, parseJson } from './json-body.js';
+import { parseJson, sourceOf } from './json-body.js';
 import { arrayMemberSpans, indentJson } from './json-indent.js';
 
 // Turning an append request into events. The array form carries ids, types, data and metadata
@@ -49,6 +49,46 @@ function payload(value: unknown, written?: string): { bytes: Buffer; isJson: boo
   return { bytes: EMPTY, isJson: false };
 }
 
+/**
+ * Whether a parsed JSON value holds a number that JSON.stringify may not write as its client did:
+ * an integer beyond 2^53, a fraction printed with 16 or more significant digits (the source had
+ * at least as many), or one too large for a double. Those were rounded by JSON.parse.
+ */
+function mayBeRounded(value: unknown): boolean {
+  if (typeof value === 'number') return mayBeRoundedNumber(value);
+  if (typeof value !== 'object' || value === null) return false;
+  // Recursion is bounded: a body nests at most MAX_JSON_DEPTH levels (json-body.ts).
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (mayBeRounded(value[i])) return true;
+    return false;
+  }
+  for (const key in value) if (mayBeRounded((value as Record<string, unknown>)[key])) return true;
+  return false;
+}
+
+function mayBeRoundedNumber(n: number): boolean {
+  if (Number.isInteger(n)) return !Number.isSafeInteger(n);
+  // At most two decimals (amounts, most measures): the nearest double to such a decimal, short enough.
+  if (Math.abs(n) < 1e13 && Math.round(n * 100) / 100 === n) return false;
+  return !Number.isFinite(n) || significantDigits(n) >= 16;
+}
+
+/** Significant digits of a number as JavaScript prints it (1.2345e-7: 5). */
+function significantDigits(n: number): number {
+  const text = String(n);
+  const e = text.indexOf('e');
+  let digits = 0;
+  let leading = true;
+  for (let i = 0; i < (e < 0 ? text.length : e); i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) continue;
+    if (leading && c === 0x30) continue;
+    leading = false;
+    digits++;
+  }
+  return digits;
+}
+
 /** Member lookup ignoring case, as the established servers read request JSON. */
 function member(item: Record<string, unknown>, name: string): unknown {
   const key = memberName(item, name);
@@ -68,13 +108,16 @@ function memberName(item: Record<string, unknown>, name: string): string | undef
  * regard to case, the exact name first, which JSON schema cannot say: the members are read here.
  */
 export function eventsOf(items: Record<string, unknown>[], maxEventSize: number): ProposedEvent[] {
-  const source = exactSourceOf(items);
-  const spans = source === undefined ? undefined : arrayMemberSpans(source);
-  /** The text of member `name` of element `index` as written, when the body may hold rounded numbers. */
+  // The body's text is read again only when some data or metadata holds a number JSON.parse may have rounded.
+  let spans: Map<string, [number, number]>[] | undefined | null = null;
+  const source = sourceOf(items);
+  /** The text of member `name` of element `index` as written, when its value holds such a number. */
   const written = (record: Record<string, unknown>, index: number, name: string): string | undefined => {
-    const key = spans ? memberName(record, name) : undefined;
-    const span = key === undefined ? undefined : spans![index]?.get(key);
-    return span && source!.slice(span[0], span[1]);
+    const key = memberName(record, name);
+    if (key === undefined || source === undefined || !mayBeRounded(record[key])) return undefined;
+    if (spans === null) spans = arrayMemberSpans(source);
+    const span = spans?.[index]?.get(key);
+    return span && source.slice(span[0], span[1]);
   };
   return items.map((record, index) => {
     const idText = member(record, 'eventId');

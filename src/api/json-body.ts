@@ -14,21 +14,14 @@ import { requestMediaType } from './media.js';
 export const JSON_TOO_DEEP = `The body is JSON nested deeper than ${MAX_JSON_DEPTH} levels.`;
 
 /**
- * Sixteen digits in a row, or with a decimal point or an exponent among them: a number JSON.parse
- * may round (a double holds 15 significant digits exactly, integers up to 2^53). Digits inside
- * strings match too, which only costs the exact path below.
+ * The text each parsed body came from, by the parsed value: what needs a member as it was written
+ * (append-body.ts: data and metadata holding numbers JSON.parse rounded) finds it here.
  */
-const LONG_NUMBER = /(?:\d[.eE+-]?){16}/;
+const sources = new WeakMap<object, string>();
 
-/**
- * The text of parsed bodies that hold a number JSON.parse may have rounded, by the parsed value:
- * what reads the body's members as they were written (append-body.ts: data and metadata) finds it here.
- */
-const exactSources = new WeakMap<object, string>();
-
-/** The text `value` was parsed from, when it may hold a number JSON.parse rounded (see LONG_NUMBER). */
-export function exactSourceOf(value: object): string | undefined {
-  return exactSources.get(value);
+/** The text `value` was parsed from (parseJson), if it was. */
+export function sourceOf(value: object): string | undefined {
+  return sources.get(value);
 }
 
 /** Parses a raw JSON body (no body is not JSON); `invalidMessage` answers 400 when it is not JSON. */
@@ -42,7 +35,7 @@ export function parseJson(body: unknown, invalidMessage: string): unknown {
   } catch {
     throw badRequest(invalidMessage);
   }
-  if (typeof value === 'object' && value !== null && LONG_NUMBER.test(text)) exactSources.set(value, text);
+  if (typeof value === 'object' && value !== null) sources.set(value, text);
   return value;
 }
 
