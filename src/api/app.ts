@@ -114,8 +114,9 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
 
   // While shutting down, every answer closes its connection, so keep-alive clients cannot hold
   // the server open (and the requests in flight still get their answers).
-  app.addHook('onSend', async (_req, reply) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (draining.has(app)) reply.header('Connection', 'close');
+    done(null, payload);
   });
 
   app.options('*', async (_req, reply) => reply.code(200).send());
