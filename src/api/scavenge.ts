@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { SCAVENGES_STREAM } from '../scavenge/history.js';
+import { SCAVENGES_STREAM } from '../scavenge/index.js';
 import type { ResolvedEvent } from '../store/index.js';
 import { SCAVENGE_RULES, type ScavengeAsk } from '../verbs/index.js';
 import { formatUpdated } from './atom.js';

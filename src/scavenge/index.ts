@@ -3,4 +3,4 @@
 // auto-scavenge coordinator reads it). The phases and the scavenge state database stay inside.
 export { Scavenger, type ScavengerOptions } from './scavenger.js';
 export { BackupRunningError, ScavengeAlreadyRunningError, ScavengeNotFoundError, type ScavengeRequest } from './types.js';
-export { scavengeStream } from './history.js';
+export { scavengeStream, SCAVENGES_STREAM } from './history.js';

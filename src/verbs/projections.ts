@@ -74,11 +74,10 @@ const logPosition = (position: number) => `C:${position}/P:${position}`;
 const runAs = (who: Principal): RunAs => ({ name: who.name, roles: [...who.roles] });
 
 export class ProjectionVerbs {
-  private readonly debugger: ProjectionDebugger;
+  /** Made at the first debug run (verbs made for the streams alone have no projection manager). */
+  private debugRuns: ProjectionDebugger | undefined;
 
-  constructor(private readonly manager: ProjectionManager, private readonly store: Store, private readonly streams: StreamVerbs) {
-    this.debugger = new ProjectionDebugger(store, manager.limits);
-  }
+  constructor(private readonly manager: ProjectionManager, private readonly store: Store, private readonly streams: StreamVerbs) {}
 
   list(who: Principal, listing: ProjectionListing): Projection[] {
     demand(who, 'authenticated', 'projections');
@@ -191,7 +190,8 @@ export class ProjectionVerbs {
     const query = request.query ?? p?.persisted.query;
     if (query === undefined) throw new InvalidRequestError('Give the query to debug, or the name of a projection.');
     const mode = p?.persisted.mode ?? request.mode ?? 'Continuous';
-    const run = await this.debugger.prepare({
+    this.debugRuns ??= new ProjectionDebugger(this.store, this.manager.limits);
+    const run = await this.debugRuns.prepare({
       query, name: p?.name ?? 'debug', mode,
       emitEnabled: p ? p.persisted.config.emitEnabled : mode !== 'Transient' && request.emit === true,
       executionTimeoutMs: p?.persisted.config.projectionExecutionTimeout ?? null,

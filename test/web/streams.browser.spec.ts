@@ -246,7 +246,9 @@ describe('finding streams and $all', () => {
     const newer = await until(rows, (r) => r.length > 0 && r.join() !== oldest.join());
     expect(newer.some((r) => oldest.includes(r))).toBe(false);
     await pages.getByRole('link', { name: 'Newest' }).click();
-    await until(rows, (r) => r.join() === headRows.join());
+    // The head page again: the log may have grown since (the node's own system events), so its
+    // newest event then is on it, not necessarily the same twenty.
+    await until(rows, (r) => r.includes(headRows[0]) && !r.some((row) => older.includes(row)));
     expect(await pages.getByRole('link', { name: 'Newer' }).count()).toBe(0);
   });
 
