@@ -47,6 +47,7 @@ export async function restoreBackup(from: string, dbPath: string): Promise<Resto
       throw new Error(`The restored writer checkpoint is at ${restoredTo}, the manifest says ${manifest.position}: the backup is not consistent`);
     }
     rocks.writeDurable([truncateOp(manifest.position), [HISTORY_ID_KEY, Buffer.from(randomUUID(), 'utf8')]]);
+    await rocks.settleAfterLoad();
     return { position: manifest.position, chunkSize: manifest.chunkSize, files: paths.size, ...loaded, seconds: (performance.now() - started) / 1000 };
   } finally {
     await rocks.close();

