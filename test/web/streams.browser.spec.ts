@@ -230,6 +230,9 @@ describe('finding streams and $all', () => {
     await shows(page.getByRole('heading', { name: 'All events ($all)' }));
     const all = page.getByRole('table', { name: 'Events in $all, newest first' });
     await shows(all.getByRole('link', { name: second }));
+    // The head page follows the log live; paused, it stays the page it was (the node writes
+    // events of its own meanwhile, which would come in on top).
+    await page.getByRole('button', { name: 'Pause' }).click();
     await expand(`0@${second}`);
     await showsText(page.getByLabel(`Data of 0@${second}`, { exact: true }), '"who": "beta"');
     const headRows = await rows();
