@@ -126,7 +126,13 @@ export async function gone(locator: Locator): Promise<void> {
 /** Waits until `read` resolves a value `check` accepts; returns it. */
 export async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, timeout = POLL.timeout): Promise<T> {
   let last: T | undefined;
-  await expect.poll(async () => { last = await read(); return check(last); }, { ...POLL, timeout }).toBe(true);
+  try {
+    await expect.poll(async () => { last = await read(); return check(last); }, { ...POLL, timeout }).toBe(true);
+  } catch (err) {
+    // Say what was last seen: a timed-out wait is otherwise only "expected false to be true".
+    (err as Error).message += `\nlast seen: ${JSON.stringify(last)?.slice(0, 2000)}`;
+    throw err;
+  }
   return last as T;
 }
 

@@ -14,21 +14,32 @@ export interface Async<T> {
   reload: () => void;
 }
 
-/** Runs `load` when `deps` change (and on reload()); keeps the last data while reloading. */
-export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Async<T> {
-  const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
+/**
+ * Runs `load` when `deps` or `ticks` change (and on reload()). `deps` say what the data is (a
+ * stream, a page, a user): when they change, the last data is no longer shown, since it belongs
+ * to something else. `ticks` only ask for it again (a refresh counter): the last data stays
+ * while reloading.
+ */
+export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[], ticks: unknown[] = []): Async<T> {
+  const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean; of?: unknown[] }>({ loading: true });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     const controller = new AbortController();
+    const of = deps;
     setState((s) => ({ ...s, loading: true }));
     load(controller.signal).then(
-      (data) => { if (!controller.signal.aborted) setState({ data, loading: false }); },
-      (error) => { if (!controller.signal.aborted) setState((s) => ({ data: s.data, error, loading: false })); },
+      (data) => { if (!controller.signal.aborted) setState({ data, loading: false, of }); },
+      (error) => { if (!controller.signal.aborted) setState((s) => ({ data: sameDeps(s.of, of) ? s.data : undefined, error, loading: false, of })); },
     );
     return () => controller.abort();
-  }, [...deps, tick]);
+  }, [...deps, ...ticks, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
-  return { data: state.data, error: state.error, loading: state.loading, reload };
+  const current = sameDeps(state.of, deps);
+  return { data: current ? state.data : undefined, error: current ? state.error : undefined, loading: state.loading || !current, reload };
+}
+
+function sameDeps(a: unknown[] | undefined, b: unknown[]): boolean {
+  return a !== undefined && a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 }
 
 /** Calls `fn` every `ms` while mounted (and the tab is visible). */

@@ -35,7 +35,7 @@ async function recentlyCreated(signal: AbortSignal): Promise<CreatedList> {
 }
 
 export function RecentlyCreated({ admin, filter, system, refresh }: { admin: boolean; filter: string; system: boolean; refresh: number }) {
-  const created = useAsync((signal) => (admin ? recentlyCreated(signal) : Promise.resolve(undefined)), [admin, refresh]);
+  const created = useAsync((signal) => (admin ? recentlyCreated(signal) : Promise.resolve(undefined)), [admin], [refresh]);
   if (!admin) return null;
   const list = created.data;
   const shown = list?.status === 'ok'

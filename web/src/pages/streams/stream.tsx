@@ -30,7 +30,7 @@ async function readMetadata(stream: string, signal: AbortSignal): Promise<Metada
 export function StreamView({ stream, page }: { stream: string; page: string[] }) {
   const [tick, setTick] = useState(0);
   const refresh = () => setTick((t) => t + 1);
-  const meta = useAsync((signal) => readMetadata(stream, signal), [stream, tick]);
+  const meta = useAsync((signal) => readMetadata(stream, signal), [stream], [tick]);
   // The metadata says first whether there are events to read: not for a stream that does not
   // exist (404), was hard-deleted (410) or soft-deleted ($tb at the end of time), whose feed the
   // node refuses as well.
@@ -39,7 +39,7 @@ export function StreamView({ stream, page }: { stream: string; page: string[] })
   const metaStatus = meta.data?.status === 'none' ? 404 : meta.data?.status === 'error' && meta.data.error instanceof ApiFailure ? meta.data.error.status : undefined;
   const readable = meta.data !== undefined && !softDeleted && metaStatus !== 404 && metaStatus !== 410;
   const feed = useAsync((signal) => (readable ? call(pagePath(stream, page), { accept: ATOM, signal }).then((r) => r.json<Feed>()) : Promise.resolve(undefined)),
-    [stream, page.join('/'), tick, readable]);
+    [stream, page.join('/'), readable], [tick]);
   const status = feed.error instanceof ApiFailure ? feed.error.status : softDeleted ? 404 : metaStatus === 404 || metaStatus === 410 ? metaStatus : undefined;
   const hardDeleted = status === 410;
   const atHead = page.length === 0 || page[0] === 'head';

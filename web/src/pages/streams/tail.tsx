@@ -63,10 +63,13 @@ export function LiveEvents({ stream, feed, caption, showStream, hold }: {
   /** Paused since the cursor was current: Resume reads the head again. */
   const stale = useRef(false);
   const started = useRef(feed);
+  /** The running loop's: aborted as soon as a new feed arrives, so nothing it had asked for lands on the new rows. */
+  const running = useRef<AbortController | undefined>(undefined);
 
   useEffect(() => {
     if (started.current === feed) return;
     started.current = feed;
+    running.current?.abort();
     cursor.current = forwardPath(feed);
     stale.current = false;
     setRows(feed.entries);
@@ -78,6 +81,7 @@ export function LiveEvents({ stream, feed, caption, showStream, hold }: {
   useEffect(() => {
     if (!live || hold || stopped) return;
     const controller = new AbortController();
+    running.current = controller;
     const { signal } = controller;
     const catchUp = async () => {
       const head = (await call(pagePath(stream, ['head', 'backward', String(TAIL_ROWS)]), { accept: ATOM, signal })).json<Feed>();
