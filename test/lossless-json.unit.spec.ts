@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { indentedJson, jsonOrText, RawJson } from '../src/api/reply.js';
-import { LosslessNumber, parseLossless, prettyJson } from '../web/src/pages/projections/lossless-json.js';
+import { indentedValue, JsonText } from '../src/api/json-indent.js';
+import { jsonOrText } from '../src/api/reply.js';
+import { LosslessNumber, parseLossless } from '../web/src/pages/projections/lossless-json.js';
 
 // JSON without a lost digit, both ends: the node writes stored JSON into a body as it is
-// (src/api/reply.ts: RawJson in indentedJson), and the console reads and shows it without
+// (src/api/json-indent.ts: JsonText in indentedValue), and the console reads and shows it without
 // rounding (web/src/pages/projections/lossless-json.ts). Ordinary values come out as
 // JSON.stringify and JSON.parse make them.
 
@@ -13,19 +14,19 @@ const ORDINARY: unknown[] = [
 ];
 
 describe('the node writes stored JSON as it is', () => {
-  it('indentedJson is JSON.stringify(v, null, 2) for ordinary values, undefined members left out', () => {
-    for (const value of ORDINARY) expect(indentedJson(value)).toBe(JSON.stringify(value, null, 2));
-    expect(indentedJson({ a: undefined, b: [undefined] })).toBe(JSON.stringify({ a: undefined, b: [undefined] }, null, 2));
+  it('indentedValue is JSON.stringify(v, null, 2) for ordinary values, undefined members left out', () => {
+    for (const value of ORDINARY) expect(indentedValue(value)).toBe(JSON.stringify(value, null, 2));
+    expect(indentedValue({ a: undefined, b: [undefined] })).toBe(JSON.stringify({ a: undefined, b: [undefined] }, null, 2));
   });
 
-  it('a RawJson is written as its text, every digit kept', () => {
-    const text = indentedJson({ data: new RawJson('{"ref":12345678901234567890,"price":0.10}'), n: 1 });
+  it('a JsonText is written as its text, every digit kept', () => {
+    const text = indentedValue({ data: new JsonText('{"ref":12345678901234567890,"price":0.10}'), n: 1 });
     expect(text).toBe('{\n  "data": {"ref":12345678901234567890,"price":0.10},\n  "n": 1\n}');
     expect(() => JSON.parse(text)).not.toThrow();
   });
 
   it('jsonOrText takes only text that parses as JSON; anything else stays a string', () => {
-    expect(jsonOrText(' {"a": 1} ')).toEqual(new RawJson('{"a": 1}'));
+    expect(jsonOrText(' {"a": 1} ')).toEqual(new JsonText('{"a": 1}'));
     for (const text of ['plain', '{"a": 1,}', '{"a": 1} // note', '']) expect(jsonOrText(text)).toBe(text);
   });
 });
@@ -35,7 +36,7 @@ describe('the console reads and shows it without rounding', () => {
     for (const value of ORDINARY) {
       const text = JSON.stringify(value);
       expect(parseLossless(text)).toEqual(JSON.parse(text));
-      expect(prettyJson(parseLossless(text))).toBe(JSON.stringify(value, null, 2));
+      expect(indentedValue(parseLossless(text))).toBe(JSON.stringify(value, null, 2));
     }
     expect(parseLossless(' \n{ "a" : [ 1 , 2 ] }\t')).toEqual({ a: [1, 2] });
   });
@@ -45,7 +46,7 @@ describe('the console reads and shows it without rounding', () => {
     expect(value.ref).toEqual(new LosslessNumber('12345678901234567890'));
     expect(value.price).toEqual(new LosslessNumber('0.10'));
     expect(value.ok).toBe(42);
-    expect(prettyJson(value)).toBe('{\n  "ref": 12345678901234567890,\n  "price": 0.10,\n  "big": 1E+21,\n  "ok": 42\n}');
+    expect(indentedValue(value)).toBe('{\n  "ref": 12345678901234567890,\n  "price": 0.10,\n  "big": 1E+21,\n  "ok": 42\n}');
   });
 
   it('a member named __proto__ is a member, not the prototype', () => {
@@ -63,9 +64,9 @@ describe('the console reads and shows it without rounding', () => {
   });
 
   it('reads what the node writes: a debug answer round-trips every digit', () => {
-    const body = indentedJson({ steps: [{ event: { data: new RawJson('{"ref":12345678901234567890}') }, stateAfter: new RawJson('{"n":1}') }] });
+    const body = indentedValue({ steps: [{ event: { data: new JsonText('{"ref":12345678901234567890}') }, stateAfter: new JsonText('{"n":1}') }] });
     const parsed = parseLossless(body) as { steps: { event: { data: unknown }; stateAfter: unknown }[] };
-    expect(prettyJson(parsed.steps[0].event.data)).toBe('{\n  "ref": 12345678901234567890\n}');
+    expect(indentedValue(parsed.steps[0].event.data)).toBe('{\n  "ref": 12345678901234567890\n}');
     expect(parsed.steps[0].stateAfter).toEqual({ n: 1 });
   });
 });

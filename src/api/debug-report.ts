@@ -1,12 +1,13 @@
 import type { DebugEvent, DebugReport, DebugStep } from '../projections/index.js';
-import { indentedJson, jsonOrText, type RawJson } from './reply.js';
+import { indentedValue, type JsonText } from './json-indent.js';
+import { jsonOrText } from './reply.js';
 
 // The body of POST /projections/debug (docs/projection-debugger.md): the report of a debug run,
 // with every JSON value the node holds as text (event data and metadata, states, results, emitted
 // data) written as it is, so that a client parsing without loss sees every digit it was sent.
 // Members that do not apply are left out; a null state means none.
 
-type Json = RawJson | string | number | boolean | null | Json[] | { [k: string]: Json | undefined };
+type Json = JsonText | string | number | boolean | null | Json[] | { [k: string]: Json | undefined };
 
 const jsonOrNull = (text: string | null | undefined): Json | undefined => (text === undefined ? undefined : text === null ? null : jsonOrText(text));
 
@@ -37,7 +38,7 @@ function stepJson(s: DebugStep): Json {
 }
 
 export function debugReportJson(r: DebugReport): string {
-  return indentedJson({
+  return indentedValue({
     name: r.name, mode: r.mode, emitEnabled: r.emitEnabled, biState: r.biState, producesResults: r.producesResults,
     steps: r.steps.map(stepJson), truncated: r.truncated, fault: r.fault,
   });

@@ -194,3 +194,25 @@ function valueEnd(text: string, i: number): number {
   }
   return -1;
 }
+
+/** A JSON text to be written as it is inside a value written by indentedValue (stored event data, a number kept as its digits). */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * `JSON.stringify(value, null, 2)`, but a JsonText inside is written as its text: numbers beyond
+ * a double's precision keep every digit.
+ */
+export function indentedValue(value: unknown, indent = ''): string {
+  if (value instanceof JsonText) return value.text;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    return `[\n${value.map((v) => inner + indentedValue(v === undefined ? null : v, inner)).join(',\n')}\n${indent}]`;
+  }
+  const members = Object.entries(value).filter(([, v]) => v !== undefined);
+  if (members.length === 0) return '{}';
+  return `{\n${members.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${indentedValue(v, inner)}`).join(',\n')}\n${indent}}`;
+}

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { request } from '../../api';
 import { ErrorBox, Field, Notice, useAction, useAsync } from '../../components';
 import { href } from '../../router';
-import { LosslessNumber, parseLossless, prettyJson } from './lossless-json';
+import { indentedValue } from '../../../../src/api/json-indent';
+import { LosslessNumber, parseLossless } from './lossless-json';
 import { detailRoute, projectionPath, syntaxErrorOf, type QueryConfig } from './model';
 
 // The projection debugger in the console: pick events (the first N of the query's source, or a
@@ -173,7 +174,7 @@ function Steps({ report, at, onGo }: { report: DebugReport; at: number; onGo: (i
 
 function JsonBlock({ value, label }: { value: unknown; label: string }) {
   if (value === undefined || value === null) return <p class="muted" role="group" aria-label={label}>No state.</p>;
-  return <pre class="json" role="group" aria-label={label}>{typeof value === 'string' ? value : prettyJson(value)}</pre>;
+  return <pre class="json" role="group" aria-label={label}>{typeof value === 'string' ? value : indentedValue(value)}</pre>;
 }
 
 function StepDetail({ step, index, report }: { step: DebugStep; index: number; report: DebugReport }) {
@@ -192,7 +193,7 @@ function StepDetail({ step, index, report }: { step: DebugStep; index: number; r
       {step.error ? <div class="fault" role="alert" aria-label="Error"><strong>The query failed here:</strong><pre>{step.error}</pre></div> : null}
       {step.skipped ? <p class="muted" data-step="skipped">{step.skipped}</p> : null}
       <h4>Event data</h4>
-      <pre class="json" role="group" aria-label="Event data">{typeof e.data === 'string' ? e.data : prettyJson(e.data)}</pre>
+      <pre class="json" role="group" aria-label="Event data">{typeof e.data === 'string' ? e.data : indentedValue(e.data)}</pre>
       {e.metadata !== undefined ? <><h4>Event metadata</h4><JsonBlock value={e.metadata} label="Event metadata" /></> : null}
       {step.partition !== null ? (
         <div class="two-columns">
@@ -212,8 +213,8 @@ function StepDetail({ step, index, report }: { step: DebugStep; index: number; r
               <tr key={i} data-emit={m.isLink ? 'link' : 'event'}>
                 <td>{m.streamId}</td>
                 <td>{m.isLink ? 'link ($>)' : m.eventType}</td>
-                <td><code>{typeof m.data === 'string' ? m.data : prettyJson(m.data)}</code></td>
-                <td><code>{prettyJson(m.metadata)}</code></td>
+                <td><code>{typeof m.data === 'string' ? m.data : indentedValue(m.data)}</code></td>
+                <td><code>{indentedValue(m.metadata)}</code></td>
               </tr>
             ))}
           </tbody>

@@ -1,12 +1,12 @@
+import { JsonText } from '../../../../src/api/json-indent';
+
 // JSON read and shown without losing a digit. The node writes stored JSON as it was sent (event
 // data of 12345678901234567890, a state of 0.1000), which JSON.parse would round to a double: here
 // a number whose text a double does not give back stays a LosslessNumber, its text as it came, and
-// prettyJson writes it so. Everything else parses as JSON.parse parses it.
+// indentedValue (src/api/json-indent.ts) writes it so. Everything else parses as JSON.parse parses it.
 
 /** A JSON number kept as its text (one a double cannot hold exactly, or not in the shortest form). */
-export class LosslessNumber {
-  constructor(readonly text: string) {}
-
+export class LosslessNumber extends JsonText {
   toString(): string {
     return this.text;
   }
@@ -80,18 +80,4 @@ export function parseLossless(text: string): unknown {
   skipSpace();
   if (at !== text.length) fail();
   return result;
-}
-
-/** A value as JSON indented by two spaces (as JSON.stringify(v, null, 2)), LosslessNumbers as their text. */
-export function prettyJson(value: unknown, indent = ''): string {
-  if (value instanceof LosslessNumber) return value.text;
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  const inner = `${indent}  `;
-  if (Array.isArray(value)) {
-    if (value.length === 0) return '[]';
-    return `[\n${value.map((v) => inner + prettyJson(v === undefined ? null : v, inner)).join(',\n')}\n${indent}]`;
-  }
-  const members = Object.entries(value).filter(([, v]) => v !== undefined);
-  if (members.length === 0) return '{}';
-  return `{\n${members.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${prettyJson(v, inner)}`).join(',\n')}\n${indent}}`;
 }
