@@ -302,7 +302,10 @@ async function httpPersistent(agent: Agent, url: string, stream: string, group: 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(process.env.BENCH_DATA_DIR ?? tmpdir(), 'svc-bench-grpc-'));
   const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None'],
-    CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []);
+    CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []).catch((err: unknown) => {
+    rmSync(dir, { recursive: true, force: true }); // a node that did not start leaves no data directory behind
+    throw err;
+  });
   NODE_PID = server.pid;
   NODE_URL = server.url;
   // The window a streaming client gives the server (the Rust client, which the Node client reads
