@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { indentedValue, JsonText } from '../src/api/json-indent.js';
-import { jsonOrText } from '../src/api/reply.js';
+import { indentedValue, jsonOrText, JsonText } from '../src/api/json-indent.js';
 import { LosslessNumber, parseLossless } from '../web/src/pages/projections/lossless-json.js';
 
 // JSON without a lost digit, both ends: the node writes stored JSON into a body as it is

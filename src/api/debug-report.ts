@@ -1,6 +1,5 @@
 import type { DebugEvent, DebugReport, DebugStep } from '../projections/index.js';
-import { indentedValue, type JsonText } from './json-indent.js';
-import { jsonOrText } from './reply.js';
+import { indentedValue, jsonOrText, type JsonText } from './json-indent.js';
 
 // The body of POST /projections/debug (docs/projection-debugger.md): the report of a debug run,
 // with every JSON value the node holds as text (event data and metadata, states, results, emitted

@@ -200,6 +200,16 @@ export class JsonText {
   constructor(readonly text: string) {}
 }
 
+/** A JSON text that parses as it is (written as it was stored: nothing lost to a parse), or the text as a JSON string. */
+export function jsonOrText(text: string): JsonText | string {
+  try {
+    JSON.parse(text);
+    return new JsonText(text.trim());
+  } catch {
+    return text;
+  }
+}
+
 /**
  * `JSON.stringify(value, null, 2)`, but a JsonText inside is written as its text: numbers beyond
  * a double's precision keep every digit.

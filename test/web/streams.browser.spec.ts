@@ -255,6 +255,31 @@ describe('finding streams and $all', () => {
     expect(await pages.getByRole('link', { name: 'Newer' }).count()).toBe(0);
   });
 
+  it('while the next page of $all loads, shows that it loads, not the page it came from', async () => {
+    const page = await logIn(c);
+    expect((await append(c.node, uniq('between'), Array.from({ length: 45 }, () => newEvent('Filler')))).status).toBe(201);
+    await goTo(c, '/streams/$all');
+    const pages = page.getByRole('navigation', { name: 'Pages' });
+    await shows(page.getByRole('table', { name: 'Events in $all, newest first' }));
+    const head = await until(rows, (r) => r.length === 20);
+    await pages.getByRole('link', { name: 'Older' }).click();
+    const older = await until(rows, (r) => r.length > 0 && !r.includes(head[head.length - 1]));
+    // The head page's answer is held back: meanwhile the view says it is loading, and shows no rows
+    // (the older page's rows under the head page's live tail were what it showed before).
+    let release = () => {};
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    await page.route(/\/head\/backward\/20\?/, async (route) => { await held; await route.continue(); });
+    try {
+      await pages.getByRole('link', { name: 'Newest' }).click();
+      await shows(page.getByText('Loading…'));
+      expect(await rows()).toEqual([]);
+    } finally {
+      release();
+    }
+    await until(rows, (r) => r.length >= 20 && !r.some((row) => older.includes(row)));
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+  });
+
   it('does not offer $all to a plain user, explains the recent list, and shows a refused stream without ending the session', async () => {
     const login = await plainUser();
     expect((await http(c.node, '/streams/$all', { authorization: basic(login, 'pw') })).status).toBe(401);
