@@ -126,6 +126,37 @@ describe('a $all subscription', () => {
     await items.return(undefined);
   });
 
+  it('two catch-ups on the log-read thread while appends go on: each delivers the whole log once, in order', async () => {
+    // The thread reads pages ahead of a reader (log-read-thread-main.ts); the log's end moves
+    // between a page read ahead and the request for it, and two readers share the thread.
+    await store.close();
+    store = await Store.open({ dir, inMemory: false, chunkSize: 64 * 1024, logCacheBytes: 0 });
+    verbs = createVerbs({ store, access: new AccessControl(store, false) } as VerbSubjects);
+    for (let i = 0; i < 40; i++) await store.append(`ahead-${i % 5}`, ExpectedVersion.any, events(100));
+    const abort = new AbortController();
+    const subscribe = () => verbs.subscriptions.toAll(SYSTEM, { kind: 'start' }, { resolveLinks: false, signal: abort.signal });
+    const untilEnd = (seen: SubscriptionItem[]) => seen.some((i) => i.kind === 'events' && i.events.some((e) => e.event!.streamId === 'ahead-end'));
+    const readers = [pull(subscribe(), untilEnd), pull(subscribe(), untilEnd)];
+    for (let i = 0; i < 20; i++) {
+      await store.append(`ahead-${i % 5}`, ExpectedVersion.any, events(25));
+      await new Promise((r) => setImmediate(r));
+    }
+    await store.append('ahead-end', ExpectedVersion.any, events(1));
+    const log: number[] = [];
+    for (let at = 0; ;) {
+      const page = store.readAllForward(at, 1000);
+      log.push(...page.records.map((r) => r.position));
+      if (page.isEnd) break;
+      at = page.nextPosition;
+    }
+    for (const seen of await Promise.all(readers)) {
+      const delivered = seen.flatMap((i) => (i.kind === 'events' ? i.events.map((e) => e.event!.position) : []));
+      expect(delivered).toEqual(log);
+    }
+    expect(log.length).toBeGreaterThan(4500);
+    abort.abort();
+  });
+
   it('refuses a regular expression that could backtrack without end, and a broken one', () => {
     expect(() => makeFilter('streamName', '(a+)+$', [])).toThrow(InvalidFilterError);
     expect(() => makeFilter('streamName', '([a-z]*)*x', [])).toThrow(InvalidFilterError);
