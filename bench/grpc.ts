@@ -41,6 +41,7 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 const append = methodOf(STREAMS, 'Append');
+const batchAppend = methodOf(STREAMS, 'BatchAppend');
 const read = methodOf(STREAMS, 'Read');
 const psRead = methodOf(PERSISTENT, 'Read');
 
@@ -86,6 +87,67 @@ function appendFrames(stream: string, n: number): Buffer {
   }
   const options = frame(append.requestSerialize({ options: { stream_identifier: { stream_name: Buffer.from(stream) }, any: {} } }));
   return Buffer.concat([options, withFreshIds(events)]);
+}
+
+const batchTemplates = new Map<number, { body: Buffer; idOffsets: number[] }>();
+
+/**
+ * One BatchAppendReq of n events as the official Node client sends it (correlation id, options
+ * with the stream, expected state and an absolute deadline, the events, is_final), framed, with
+ * fresh ids; `correlation` is the correlation id (the first id in the message: field 1).
+ */
+function batchAppendFrame(stream: string, n: number): { frame: Buffer; correlation: string } {
+  const key = n;
+  let t = batchTemplates.get(key);
+  if (!t) {
+    t = template(frame(batchAppend.requestSerialize({
+      correlation_id: { string: PLACEHOLDER },
+      options: { stream_identifier: { stream_name: Buffer.from(PLACEHOLDER) }, any: {}, deadline_21_10_0: { seconds: String(Math.floor(Date.now() / 1000) + 3600), nanos: 0 } },
+      proposed_messages: Array.from({ length: n }, () => ({ id: { string: PLACEHOLDER }, metadata: { type: 'OrderPlaced', 'content-type': 'application/json' }, data })),
+      is_final: true,
+    })));
+    batchTemplates.set(key, t);
+  }
+  // (the stream name is a placeholder of the same length: padded to 36 characters)
+  const out = withFreshIds(t);
+  out.write(stream.padEnd(36, '-').slice(0, 36), t.idOffsets[1], 'latin1');
+  return { frame: out, correlation: out.toString('latin1', t.idOffsets[0], t.idOffsets[0] + 36) };
+}
+
+/**
+ * One BatchAppend call kept open (as the official client keeps one per connection): `append`
+ * sends a request and resolves with whether its answer (matched by correlation id) is a success.
+ */
+function batchAppendCall(session: ClientHttp2Session) {
+  const waiting = new Map<string, (ok: boolean) => void>();
+  const call = session.request({ ':method': 'POST', ':path': `/${STREAMS}/BatchAppend`, 'content-type': 'application/grpc', te: 'trailers', authorization: AUTH });
+  let pending = Buffer.alloc(0);
+  call.on('data', (chunk: Buffer) => {
+    let buf = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
+    let at = 0;
+    while (buf.length - at >= 5 && buf.length - at >= 5 + buf.readUInt32BE(at + 1)) {
+      const length = buf.readUInt32BE(at + 1);
+      const resp = batchAppend.responseDeserialize(buf.subarray(at + 5, at + 5 + length)) as { correlation_id: { string: string }; success?: unknown };
+      at += 5 + length;
+      const done = waiting.get(resp.correlation_id.string);
+      waiting.delete(resp.correlation_id.string);
+      done?.(resp.success !== undefined && resp.success !== null);
+    }
+    buf = buf.subarray(at);
+    pending = Buffer.from(buf);
+  });
+  call.on('error', () => undefined);
+  call.on('close', () => { for (const done of waiting.values()) done(false); waiting.clear(); });
+  return {
+    append(stream: string, n: number): Promise<boolean> {
+      const { frame: f, correlation } = batchAppendFrame(stream, n);
+      return new Promise((resolve) => {
+        waiting.set(correlation, resolve);
+        call.write(f);
+      });
+    },
+    close: () => call.end(),
+  };
 }
 
 function httpBody(n: number): Buffer {
@@ -322,8 +384,18 @@ async function main(): Promise<void> {
         async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),
           { 'Content-Type': 'application/vnd.eventstore.events+json' })).status === 201,
       );
-      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call`, http: r.http.perSecond * n, grpc: r.grpc.perSecond * n, unit: 'events/s' });
-      log(`  append ${n}: HTTP ${int(r.http.perSecond)} calls/s, gRPC ${int(r.grpc.perSecond)} calls/s; ${cpuLine(r)}`);
+      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call, Append`, http: r.http.perSecond * n, grpc: r.grpc.perSecond * n, unit: 'events/s' });
+      log(`  append ${n} (Append, one HTTP/2 stream per call): HTTP ${int(r.http.perSecond)} calls/s, gRPC ${int(r.grpc.perSecond)} calls/s; ${cpuLine(r)}`);
+      // The official clients' own append: BatchAppend, every append a message on one open call.
+      const batch = batchAppendCall(session);
+      const b = await pair(
+        (i) => batch.append(`b${n}-${i % 1000}`, n),
+        async (i) => (await httpCall(agent, server.url, 'POST', `/streams/h${n}-${i % 1000}`, httpBody(n),
+          { 'Content-Type': 'application/vnd.eventstore.events+json' })).status === 201,
+      );
+      batch.close();
+      rows.push({ what: `append ${n} event${n > 1 ? 's' : ''} per call, BatchAppend (the clients' default)`, http: b.http.perSecond * n, grpc: b.grpc.perSecond * n, unit: 'events/s' });
+      log(`  append ${n} (BatchAppend): HTTP ${int(b.http.perSecond)} calls/s, gRPC ${int(b.grpc.perSecond)} calls/s; ${cpuLine(b)}`);
     }
     if (ONLY.includes('read')) {
       const readReq = (stream: string) => frame(read.requestSerialize({
