@@ -8,7 +8,8 @@ import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/stor
 // the system projections running. Reports how long the twenty take to catch up together, the
 // node's memory during and after, and how long `node dist/src/main.js` takes on that data until a
 // stream read answers and all twenty are Running again. BENCH_SCALE_EVENTS, BENCH_SCALE_STREAMS
-// shrink it.
+// shrink it; BENCH_SCALE_KEEP=1 leaves the data directory (its path is printed) to start a node on
+// again (a profile of the start: BENCH_CPU_PROF-style, `node --cpu-prof dist/src/main.js --db DIR`).
 
 const EVENTS = Number(process.env.BENCH_SCALE_EVENTS ?? 1_000_000);
 const STREAMS = Number(process.env.BENCH_SCALE_STREAMS ?? 100_000);
@@ -144,7 +145,8 @@ async function main(): Promise<void> {
     log('| measure | value | target | result |\n| --- | --- | --- | --- |');
     for (const r of rows) log(`| ${r.join(' | ')} |`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.BENCH_SCALE_KEEP === '1') log(`data directory kept: ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 

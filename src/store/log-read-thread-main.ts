@@ -28,11 +28,29 @@ interface Packed {
 }
 interface Ahead { read: ForwardRead; packed: Packed; at: number }
 
-/** Pages read ahead of a reader, and kept at most (by where they start). */
+/** Pages read ahead of a reader, and kept at most (by where they start), and their bytes at most (big events make big pages). */
 const DEPTH = 3;
 const MAX_AHEAD = 16;
+const MAX_AHEAD_BYTES = 16 * 1024 * 1024;
 const FRESH_MS = 50;
 const ahead = new Map<number, Ahead>();
+let aheadBytes = 0;
+
+function keep(from: number, kept: Ahead): void {
+  // (pages no reader came for in time are of no use: a reader that stopped leaves its own behind)
+  for (const [at, old] of ahead) if (kept.at - old.at > FRESH_MS) drop(at);
+  while (ahead.size >= MAX_AHEAD) drop(ahead.keys().next().value!);
+  ahead.set(from, kept);
+  aheadBytes += kept.packed.bytes.length;
+}
+
+function drop(from: number): Ahead | undefined {
+  const kept = ahead.get(from);
+  if (!kept) return undefined;
+  ahead.delete(from);
+  aheadBytes -= kept.packed.bytes.length;
+  return kept;
+}
 
 function read(request: ForwardRead): Packed {
   const { from, limit, to, userOnly } = request;
@@ -57,9 +75,8 @@ function read(request: ForwardRead): Packed {
 
 /** The page read ahead for `request`, if it is what a read now would answer. */
 function takeAhead(request: ForwardRead): Packed | undefined {
-  const kept = ahead.get(request.from);
+  const kept = drop(request.from);
   if (!kept) return undefined;
-  ahead.delete(request.from);
   const { read: r, packed } = kept;
   const fits = r.limit === request.limit && r.userOnly === request.userOnly
     && (r.to === request.to || (request.to > r.to && packed.next !== undefined));
@@ -77,15 +94,14 @@ function readAhead({ limit, to, userOnly }: ForwardRead, from: number, depth: nu
   if (at === undefined || depth <= 0) return;
   const request: ForwardRead = { from: at, limit, to, userOnly };
   setImmediate(() => { // (after any request that came meanwhile)
-    if (ahead.has(request.from)) return;
+    if (ahead.has(request.from) || aheadBytes >= MAX_AHEAD_BYTES) return;
     let packed: Packed;
     try {
       packed = read(request);
     } catch {
       return; // (a read ahead that fails is only not kept: the request itself will say why)
     }
-    if (ahead.size >= MAX_AHEAD) ahead.delete(ahead.keys().next().value!);
-    ahead.set(request.from, { read: request, packed, at: performance.now() });
+    keep(request.from, { read: request, packed, at: performance.now() });
     if (packed.next !== undefined && depth > 1) readAhead(request, packed.next, depth - 1);
   });
 }
