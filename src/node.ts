@@ -20,7 +20,7 @@ import {
   AutoScavengeCoordinator, memberScavengeRequest, ReplicatedCluster, SingleNodeCluster, type Clock, type Ticker,
 } from './autoscavenge/index.js';
 import { autoScavengeEnablement, type AutoScavengeEnablement } from './license/index.js';
-import { startCluster, type Cluster, type ClusterHooks } from './cluster/index.js';
+import type { Cluster, ClusterHooks } from './cluster/index.js';
 import { certificatesFor, createNodeControl, secureContextOf } from './node-control.js';
 import { ServiceList } from './service-list.js';
 
@@ -126,7 +126,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       return () => stats.stop();
     } },
     // Takes hold of the store's writer at once: nothing is written here until this node leads.
-    clustered && { name: 'cluster', start: () => {
+    clustered && { name: 'cluster', start: async () => {
+      // Loaded here, by a node of a cluster only: etcd's client and what it brings took ~250 ms of every start.
+      const { startCluster } = await import('./cluster/index.js');
       cluster = startCluster({ store, config, instanceId, log, certificates });
       return () => cluster!.stop();
     } },
