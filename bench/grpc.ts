@@ -97,16 +97,16 @@ const batchTemplates = new Map<number, { body: Buffer; idOffsets: number[] }>();
  * fresh ids; `correlation` is the correlation id (the first id in the message: field 1).
  */
 function batchAppendFrame(stream: string, n: number): { frame: Buffer; correlation: string } {
-  const key = n;
-  let t = batchTemplates.get(key);
+  let t = batchTemplates.get(n);
   if (!t) {
     t = template(frame(batchAppend.requestSerialize({
       correlation_id: { string: PLACEHOLDER },
-      options: { stream_identifier: { stream_name: Buffer.from(PLACEHOLDER) }, any: {}, deadline_21_10_0: { seconds: String(Math.floor(Date.now() / 1000) + 3600), nanos: 0 } },
+      // (the deadline a day on: the template outlives any run)
+      options: { stream_identifier: { stream_name: Buffer.from(PLACEHOLDER) }, any: {}, deadline_21_10_0: { seconds: String(Math.floor(Date.now() / 1000) + 86_400), nanos: 0 } },
       proposed_messages: Array.from({ length: n }, () => ({ id: { string: PLACEHOLDER }, metadata: { type: 'OrderPlaced', 'content-type': 'application/json' }, data })),
       is_final: true,
     })));
-    batchTemplates.set(key, t);
+    batchTemplates.set(n, t);
   }
   // (the stream name is a placeholder of the same length: padded to 36 characters)
   const out = withFreshIds(t);

@@ -389,29 +389,9 @@ export class Store {
 
   // What a scavenge (src/scavenge) reads of the store, and how it removes records.
 
-  /**
-   * Log records in [from, to), a page at a time, read off the event loop; `visit` returns false to
-   * stop. On the log-read thread (log-read-thread.ts: rows packed into one buffer, pages read ahead)
-   * in log order; where the thread cannot take it, on the thread pool from there on: the user
-   * streams' records first, then the system streams' (log-spaces.ts), each part in log order.
-   * (Through the thread pool the event loop made two Buffers per row: a scavenge's execution
-   * spent most of its time there.)
-   */
-  async scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
-    let at = Math.max(0, from);
-    while (at < to) {
-      const packed = await this.readThread.forward({ from: at, limit: pageSize, to });
-      if (!packed) break;
-      if (packed.count === 0) return;
-      const records = new Array<EventRecord>(packed.count);
-      for (let i = 0; i < packed.count; i++) records[i] = decodeRecord(packed.positions[i], packed.bytes, packed.offsets[i], packed.offsets[i + 1]);
-      if (!(await visit(records))) return;
-      if (packed.count < pageSize) return;
-      const last = records[records.length - 1];
-      at = last.position + last.size;
-    }
-    if (at >= to) return;
-    await this.spaces.pages(at, to, pageSize, (positions, values) => visit(positions.map((p, i) => decodeRecord(p, values[i]))));
+  /** Log records in [from, to), a page at a time, off the event loop (Reader.scanLog); `visit` returns false to stop. */
+  scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
+    return this.reader.scanLog(from, to, pageSize, visit);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { HandleThread } from './handle-thread.js';
+import { decodeRecord, type EventRecord } from './record.js';
 
 // Reads of the log off the event loop, on a thread of their own. A catch-up that reads much of
 // the log from RocksDB (a subscription from the start of $all) spent most of the node's time in
@@ -18,6 +19,13 @@ export interface PackedRows {
   readonly positions: Float64Array;
   readonly offsets: Uint32Array;
   readonly bytes: Buffer;
+}
+
+/** The records of packed rows, as views into their one buffer. */
+export function recordsOf(rows: PackedRows): EventRecord[] {
+  const records = new Array<EventRecord>(rows.count);
+  for (let i = 0; i < rows.count; i++) records[i] = decodeRecord(rows.positions[i], rows.bytes, rows.offsets[i], rows.offsets[i + 1]);
+  return records;
 }
 
 export interface ForwardRead {

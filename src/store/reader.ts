@@ -2,7 +2,7 @@ import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
 import type { SharedBlocks } from './shared-blocks.js';
 import { decodeRecord, LINK_EVENT_TYPE, type EventRecord } from './record.js';
-import type { LogReadThread } from './log-read-thread.js';
+import { recordsOf, type LogReadThread } from './log-read-thread.js';
 import { indexKey, readU64 } from './keys.js';
 import { isSystemRecordStream, type LogRows, type LogSpaces } from './log-spaces.js';
 import type { StreamInfo } from './stream-state.js';
@@ -228,15 +228,32 @@ export class Reader {
     if (position >= end || (tailStart !== undefined && position >= tailStart)) return this.readAllForward(position, count);
     const packed = await this.thread?.forward({ from: Math.max(0, position), limit: count, to: end });
     if (!packed) return this.readAllForward(position, count);
-    const records = new Array<EventRecord>(packed.count);
-    for (let i = 0; i < packed.count; i++) {
-      records[i] = decodeRecord(packed.positions[i], packed.bytes, packed.offsets[i], packed.offsets[i + 1]);
-    }
+    const records = recordsOf(packed);
     this.counters.notCachedRecord += records.length;
     this.counters.offLoopRecord += records.length;
     const last = records[records.length - 1];
     const nextPosition = last ? last.position + last.size : Math.max(position, 0);
     return { records, nextPosition, isEnd: records.length < count || nextPosition >= end };
+  }
+
+  /**
+   * Log records in [from, to), a page at a time, read off the event loop (a scavenge's reads);
+   * `visit` returns false to stop. On the log-read thread in log order; where the thread cannot
+   * take it, on the thread pool from there on: the user streams' records first, then the system
+   * streams' (log-spaces.ts), each part in log order. (Through the thread pool the event loop made
+   * two Buffers per row: a scavenge's execution spent most of its time there.)
+   */
+  async scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
+    let at = Math.max(0, from);
+    while (at < to) {
+      const packed = await this.thread?.forward({ from: at, limit: pageSize, to });
+      if (!packed) break;
+      const records = recordsOf(packed);
+      if (records.length === 0 || !(await visit(records)) || records.length < pageSize) return;
+      const last = records[records.length - 1];
+      at = last.position + last.size;
+    }
+    if (at < to) await this.spaces.pages(at, to, pageSize, (positions, values) => visit(positions.map((p, i) => decodeRecord(p, values[i]))));
   }
 
   /** The stream's records with event numbers in [from, to] as stored, whatever a read would show of them. */
