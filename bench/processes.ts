@@ -64,7 +64,9 @@ process.once('exit', () => { for (const child of running) child.kill('SIGKILL');
  */
 export async function startServer(name: string, script: string, args: string[], nodeArgs: string[] = []): Promise<Server> {
   const port = await freePort();
-  const env = { ...process.env, START_SCRIPT: script, START_NODE_FLAGS: nodeArgs.join(' ') };
+  // BENCH_NODE_FLAGS: node flags for every server a bench starts (--trace-gc, --max-semi-space-size=…).
+  const flags = [...nodeArgs, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
+  const env = { ...process.env, START_SCRIPT: script, START_NODE_FLAGS: flags.join(' ') };
   const child = spawn('sh', [START_SH, ...args, '--http-port', String(port)], {
     cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env,
   });
