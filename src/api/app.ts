@@ -109,6 +109,7 @@ export function buildApp(ctx: ApiContext, options: { https?: Record<string, unkn
   // Request durations for GET /metrics, by the matched route's family (never the URL itself).
   app.addHook('onResponse', (req, reply, done) => {
     ctx.metrics.latency.http(req.routeOptions.url).observe(reply.elapsedTime / 1000);
+    ctx.sends.noteAnswered(reply.raw);
     done();
   });
 

@@ -43,7 +43,8 @@ export interface DoorsOptions {
 export async function openDoors(options: DoorsOptions): Promise<Doors> {
   const { api, cluster } = options;
   const app = buildApp(api, { cluster });
-  const grpc = createGrpcDoor({ verbs: api.verbs, users: api.users, config: api.config, log: options.grpcLog, cluster, latency: api.metrics.latency });
+  const grpc = createGrpcDoor({ verbs: api.verbs, users: api.users, config: api.config, log: options.grpcLog, cluster, latency: api.metrics.latency,
+    onAnswered: () => api.sends.noteAnswered() });
   let listener: Listener | undefined;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {

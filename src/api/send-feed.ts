@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { originalOf, type RecordPlace, type ResolvedEvent } from '../store/index.js';
+import { originalOf, PackedPlaces, type ResolvedEvent } from '../store/index.js';
 import { feedPieces, parseEmbed, type FeedHead, type FeedPieces, type Lease } from './atom.js';
 import type { SendQueue } from './send-queue.js';
 import type { ApiContext } from './context.js';
@@ -11,7 +11,7 @@ import type { ApiContext } from './context.js';
 // turn (send-queue.ts: the pages share ~1 ms of each turn of the event loop) and only once the
 // socket has taken the part before, so a page costs the event loop one part at a time, and a
 // client that stops reading holds one part until the timeout closes its connection. A page read
-// from the store is held as the places of its records in the log (~50 bytes an entry), and its
+// from the store is held as the places of its records in the log (packed: ~9 bytes an entry), and its
 // entries are read back a part's worth at a time. The bytes are those of the one-piece document:
 // atom.ts makes both from the same pieces.
 
@@ -41,8 +41,8 @@ export function entriesInMemory(entries: readonly ResolvedEvent[]): EntrySource 
   };
 }
 
-/** Reads records back from their places, as entries (those whose records a scavenge removed since are left out). */
-export type RecordReader = (places: readonly RecordPlace[]) => ResolvedEvent[];
+/** Reads entries `from` to `to` (exclusive) of a page back, as entries (those whose records a scavenge removed since are left out). */
+export type EntryReader = (from: number, to: number) => ResolvedEvent[];
 
 /**
  * A store page's entries as the places of their records (an entry's own record: the link, when
@@ -52,19 +52,18 @@ export type RecordReader = (places: readonly RecordPlace[]) => ResolvedEvent[];
 export class StoredEntries implements EntrySource {
   private next = 0;
 
-  constructor(private readonly places: readonly RecordPlace[], private readonly reread: RecordReader,
-    private loaded: readonly ResolvedEvent[] = []) {}
+  constructor(private readonly count: number, private readonly reread: EntryReader, private loaded: readonly ResolvedEvent[] = []) {}
 
   get remaining(): number {
-    return this.places.length - this.next;
+    return this.count - this.next;
   }
 
   take(n: number): ResolvedEvent[] {
     const from = this.next;
-    this.next = Math.min(from + n, this.places.length);
+    this.next = Math.min(from + n, this.count);
     if (this.next <= this.loaded.length) return this.loaded.slice(from, this.next);
     const held = this.loaded.slice(from);
-    return held.concat(this.reread(this.places.slice(from + held.length, this.next)));
+    return held.concat(this.reread(from + held.length, this.next));
   }
 
   letGo(): void {
@@ -72,19 +71,19 @@ export class StoredEntries implements EntrySource {
   }
 }
 
-/** A page read from the store: its entries (newest first) held as places, with those as read. */
+/** A store page read: its entries (newest first) held as packed places, with those as read. */
 export function storedPage(ctx: Pick<ApiContext, 'store' | 'verbs'>, entries: readonly ResolvedEvent[], resolveLinks: boolean): StoredEntries {
-  return new StoredEntries(entries.map((e) => placeOf(originalOf(e))), rereadFromStore(ctx, resolveLinks), entries);
+  const places = new PackedPlaces(entries.length);
+  for (const e of entries) {
+    const record = originalOf(e);
+    places.push(record.position, record.streamId);
+  }
+  return new StoredEntries(places.length, rereadFromStore(ctx, places, resolveLinks), entries);
 }
 
-/** Reads a store page's entries back as the read showed them: the record, with its link's target when the read resolved links. */
-export function rereadFromStore(ctx: Pick<ApiContext, 'store' | 'verbs'>, resolveLinks: boolean): RecordReader {
-  return (places) => ctx.store.recordsAt(places).flatMap((r) => (r ? [ctx.verbs.streams.resolved(r, resolveLinks)] : []));
-}
-
-/** The place of a record, without the record. */
-export function placeOf(record: RecordPlace): RecordPlace {
-  return { position: record.position, streamId: record.streamId };
+/** Reads a store page's entries back from their places as the read showed them: the record, with its link's target when the read resolved links. */
+export function rereadFromStore(ctx: Pick<ApiContext, 'store' | 'verbs'>, places: PackedPlaces, resolveLinks: boolean): EntryReader {
+  return (from, to) => ctx.store.recordsAtPacked(places, from, to).flatMap((r) => (r ? [ctx.verbs.streams.resolved(r, resolveLinks)] : []));
 }
 
 /** Sends a feed page in the negotiated representation (`?embed=` picks how much of each entry the JSON carries). */
@@ -163,7 +162,7 @@ class PageBody extends Readable {
   constructor(first: string, private readonly parts: FeedParts, private readonly sends: SendQueue, private readonly res: ServerResponse) {
     super({ highWaterMark: 0 });
     this.pending = first;
-    sends.add(this);
+    sends.add(this, res);
     // The page counts until the response is done: its last part may still sit in the socket.
     const done = () => this.finish();
     res.once('finish', done);
@@ -176,7 +175,7 @@ class PageBody extends Readable {
 
   override _read(): void {
     clearTimeout(this.stall);
-    this.sends.request(this.make);
+    this.sends.request(this.make, true);
   }
 
   private readonly make = (): void => {

@@ -39,6 +39,8 @@ export interface FeedPageFigures {
   waiting: number;
   /** Connections closed because their client left a part untaken for the timeout. */
   closedNotReading: number;
+  /** Milliseconds the pages have stood back for other clients' requests (send-queue.ts), since the start. */
+  yieldedMs: number;
 }
 
 export interface StatsSources {

@@ -4,13 +4,14 @@ import {
   chunkKey, hintKey, indexKey, metaKey, readU64, u64Value,
 } from './keys.js';
 import { LogSpaces } from './log-spaces.js';
+import type { PackedPlaces } from './packed-places.js';
 import { LogReadThread } from './log-read-thread.js';
 import { EventIdFilter } from './id-filter.js';
 import { CHUNK_SPACE, decodeChunk, type PhysicalChunk } from './chunks.js';
 import { decodeRecord } from './record.js';
 import { CommitBus } from './bus.js';
 import { LogTailCache } from './log-cache.js';
-import { Reader, type RecordPlace } from './reader.js';
+import { Reader } from './reader.js';
 import { Writer } from './writer.js';
 import type { AppendResult, DeleteResult, StreamWrite } from './commit-decision.js';
 import type { ProposedEvent } from './proposed-event.js';
@@ -48,7 +49,7 @@ export type { ReplicationGate } from './commit-pipeline.js';
 export type { Removal, ShippedBatch } from './batch.js';
 export { chunkName, encodeChunk, dropChunkEntry, type PhysicalChunk } from './chunks.js';
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
-export type { ResolvedEvent, StreamPage, SingleEvent, AllPage, RecordPlace } from './reader.js';
+export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
 export { LINK_EVENT_TYPE, STORED, storedFormOf, type StoredRecord } from './record.js';
 export type { Commit } from './bus.js';
@@ -58,6 +59,7 @@ export {
   parseAcl, parseMetadata, type AclOperation, type Acl, type StreamMetadata,
 } from './metadata.js';
 export { isSystemRecordStream } from './log-spaces.js';
+export { PackedPlaces } from './packed-places.js';
 export { parseUuid, formatUuid, newUuid } from './uuid.js';
 export { BackupStoppedError, type BackupResult } from './backup.js';
 export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
@@ -373,10 +375,11 @@ export class Store {
     return this.reader.readAllBackward(position, count);
   }
 
-  /** The records at these places as they are now (undefined: removed by a scavenge since); see Reader.recordsAt. */
-  recordsAt(places: readonly RecordPlace[]) {
-    return this.reader.recordsAt(places);
+  /** The records at places `from` to `to` of `places` as they are now (undefined: removed by a scavenge since). */
+  recordsAtPacked(places: PackedPlaces, from: number, to: number) {
+    return this.reader.recordsAtPacked(places, from, to);
   }
+
 
   /** Whether a stream read would show this record (its stream's $tb, $maxCount, $maxAge, deletion). */
   isVisible(record: import('./record.js').EventRecord): boolean {

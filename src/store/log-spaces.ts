@@ -31,6 +31,11 @@ export class LogSpaces {
     return this.inSystemSpace(position, streamId) ? systemLogKey(position) : logKey(position);
   }
 
+  /** The key of the record at `position` of a system stream or not (PackedPlaces). */
+  keyOf(position: number, systemStream: boolean): Buffer {
+    return systemStream && position >= this.splitFrom ? systemLogKey(position) : logKey(position);
+  }
+
   get(position: number, streamId: string): Buffer | undefined {
     return this.rocks.get(this.key(position, streamId));
   }

@@ -1,3 +1,4 @@
+import type { PackedPlaces } from './packed-places.js';
 import type { Rocks } from './rocks.js';
 import type { LogTailCache } from './log-cache.js';
 import type { SharedBlocks } from './shared-blocks.js';
@@ -35,12 +36,6 @@ export type StreamPage =
 export type SingleEvent =
   | { status: 'ok'; event: ResolvedEvent; lastEventNumber: number; metadata: StreamMetadata }
   | { status: 'notFound' | 'noStream' | 'deleted' };
-
-/** Where a record is: its position in the log, and its stream (which says the key space it is in). */
-export interface RecordPlace {
-  readonly position: number;
-  readonly streamId: string;
-}
 
 export interface AllPage {
   records: EventRecord[];
@@ -270,21 +265,25 @@ export class Reader {
   }
 
   /**
-   * The records at these places of the log as they are now (undefined where a scavenge has removed
-   * one since it was read): a big page is held as places and read back a part at a time.
+   * The records at places `from` to `to` (exclusive) of `places` as they are now (undefined where a
+   * scavenge has removed one since it was read): a big page is held as places and read back a part at a time.
    */
-  recordsAt(places: readonly RecordPlace[]): (EventRecord | undefined)[] {
-    const records = places.map((p) => this.tail.get(p.position));
+  recordsAtPacked(places: PackedPlaces, from: number, to: number): (EventRecord | undefined)[] {
+    const records: (EventRecord | undefined)[] = [];
     const missing: number[] = [];
-    records.forEach((r, i) => { if (r === undefined) missing.push(i); });
+    for (let i = from; i < to; i++) {
+      const r = this.tail.get(places.position(i));
+      if (r === undefined) missing.push(records.length);
+      records.push(r);
+    }
     if (missing.length > 0) {
-      const fetched = this.rocks.getMany(missing.map((i) => this.spaces.key(places[i].position, places[i].streamId)));
-      missing.forEach((i, j) => {
-        const bytes = fetched[j];
-        if (bytes) records[i] = decodeRecord(places[i].position, bytes);
+      const fetched = this.rocks.getMany(missing.map((j) => this.spaces.keyOf(places.position(from + j), places.isSystem(from + j))));
+      missing.forEach((j, k) => {
+        const bytes = fetched[k];
+        if (bytes) records[j] = decodeRecord(places.position(from + j), bytes);
       });
     }
-    this.counters.cachedRecord += places.length - missing.length;
+    this.counters.cachedRecord += records.length - missing.length;
     this.counters.notCachedRecord += missing.length;
     return records;
   }

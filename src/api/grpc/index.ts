@@ -14,7 +14,7 @@ import type { ServedBy, ServiceDoor } from './door.js';
 import { registerProjections } from './projections.js';
 import { registerUsers } from './users.js';
 import { registerGossip, registerMonitoring, registerOperations } from './node-services.js';
-import type { RequestLatency } from '../../metrics/index.js';
+import type { LatencyObserver, RequestLatency } from '../../metrics/index.js';
 
 // The gRPC door: the established server's client protocol (event_store.client.*) on the node's
 // own port, served by grpc/server.ts and handed the HTTP/2 connections by api/listener.ts.
@@ -34,15 +34,23 @@ export interface GrpcDoorContext {
   cluster?: LeaderRouting;
   /** Where call durations go (GET /metrics). */
   latency: RequestLatency;
+  /** Told when a unary or client-streaming call is answered (big HTTP pages stand back for them: send-queue.ts). */
+  onAnswered?: () => void;
 }
 
 const STREAMS = 'event_store.client.streams.Streams';
+
+/** Each answer of a BatchAppend call is an answered request too (the call itself stays open). */
+function answered(latency: LatencyObserver, onAnswered: (() => void) | undefined): LatencyObserver {
+  return onAnswered ? { observe: (seconds) => { latency.observe(seconds); onAnswered(); } } : latency;
+}
 const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscriptions';
 
 export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   const { config } = ctx;
   const server = new GrpcServer({
     log: ctx.log, statusOf: (err) => grpcStatusOf(err, config.maxAppendSize), latencyOf: (path) => ctx.latency.grpc(path),
+    onAnswered: ctx.onAnswered,
   });
   const services: ServiceDoor = {
     verbs: ctx.verbs,
@@ -56,7 +64,7 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
     maxAppendBytes: maxAppendBytes(config.maxAppendSize),
     maxAppendSize: config.maxAppendSize,
     callerOf: (call, write) => services.callerOf(call, write ? 'leader' : 'leaderIfAsked'),
-    batchAppendLatency: ctx.latency.grpc(methodOf(STREAMS, 'BatchAppend').path),
+    batchAppendLatency: answered(ctx.latency.grpc(methodOf(STREAMS, 'BatchAppend').path), ctx.onAnswered),
   };
   const appendLimits = { maxMessageBytes: door.maxAppendBytes, tooLarge: () => maximumAppendSizeExceeded(config.maxAppendSize) };
   server.add(methodOf(STREAMS, 'Read'), { kind: 'serverStream', handle: readHandler(door) });

@@ -66,6 +66,8 @@ export interface GrpcServerOptions {
   keepAliveTimeoutMs?: number;
   /** Where a method's call durations go (GET /metrics); asked once per method, when it is added. */
   latencyOf?: (path: string) => LatencyObserver;
+  /** Told when a unary or client-streaming call ends. */
+  onAnswered?: () => void;
 }
 
 interface Route {
@@ -75,6 +77,8 @@ interface Route {
   tooLarge?: (bytes: number) => Status;
   /** Unary and client-streaming calls only: a streaming answer lasts as long as its reader or subscription. */
   latency?: LatencyObserver;
+  /** A unary or client-streaming call (its answer is one message). */
+  timed: boolean;
 }
 
 const DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024;
@@ -128,7 +132,7 @@ export class GrpcServer {
     if (kind !== handler.kind) throw new Error(`${method.path} is ${kind}, the handler ${handler.kind}`);
     const timed = kind === 'unary' || kind === 'clientStream';
     this.routes.set(method.path, {
-      method, handler, maxMessageBytes: limits.maxMessageBytes ?? DEFAULT_MAX_MESSAGE, tooLarge: limits.tooLarge,
+      method, handler, maxMessageBytes: limits.maxMessageBytes ?? DEFAULT_MAX_MESSAGE, tooLarge: limits.tooLarge, timed,
       latency: timed ? this.options.latencyOf?.(method.path) : undefined,
     });
   }
@@ -320,6 +324,7 @@ class Call implements ResponseWriter, CallContext {
   private end(status: Status): void {
     this.finished = true;
     this.route.latency?.observe((performance.now() - this.startedAt) / 1000);
+    if (this.route.timed) this.options.onAnswered?.();
     this.cleanup();
     if (!this.stream.headersSent) {
       trailersOnly(this.stream, status);
