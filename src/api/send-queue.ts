@@ -44,8 +44,12 @@ const SLICE_MS = 1;
  * a step: bytes leave a socket's buffer without an event when its write did not ask for a drain.
  */
 const RECHECK_MS = 20;
-/** Other requests answered this recently make pages stand back. */
-export const OTHERS_RECENT_MS = 1000;
+/**
+ * Other requests answered this recently make pages stand back: clients that keep asking (an
+ * appender, a poller) are protected, and one request a second (a dashboard's /stats) holds a big
+ * page back for a fifth of the time, not all of it.
+ */
+export const OTHERS_RECENT_MS = 200;
 /** While they do, a turn of parts is followed by a rest this many times its length (pages take at most 1/(1+3) of the event loop). */
 export const REST_PER_TURN = 3;
 /** A rest lasts at most this long (a part that took long is not followed by a long stall). */
