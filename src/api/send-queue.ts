@@ -64,8 +64,8 @@ export class SendQueue {
   private readonly pageResponses = new WeakSet<object>();
   /** Work for a page's request: its first slice or its one part (a small page waits on it). */
   private readonly first: (() => void)[] = [];
-  /** The rest of big pages: their slices after the first, and their parts after the first. */
-  private readonly rest: (() => void)[] = [];
+  /** The later work of big pages: their slices after the first, and their parts after the first. */
+  private readonly later: (() => void)[] = [];
   private immediate = false;
   private timer: NodeJS.Timeout | undefined;
   /** When the rest being waited out by `timer` began. */
@@ -74,7 +74,7 @@ export class SendQueue {
   private closedNotReading = 0;
   /** When a request that is not a big page was last answered (noteAnswered). */
   private otherAnsweredAt = Number.NEGATIVE_INFINITY;
-  /** No work of `rest` before this time (performance.now()): the rest after the last turn of it. */
+  /** No `later` work before this time (performance.now()): the rest after the last turn of it. */
   private restUntil = 0;
   private yieldedMs = 0;
 
@@ -104,7 +104,7 @@ export class SendQueue {
 
   /** Makes a part (`make`) in its turn, once the pages hold less than the budget; `more`: a big page's later part. */
   request(make: () => void, more = false): void {
-    (more ? this.rest : this.first).push(make);
+    (more ? this.later : this.first).push(make);
     this.kick();
   }
 
@@ -127,7 +127,7 @@ export class SendQueue {
   /** Something was taken or let go: parts waiting for room may go. */
   kick(): void {
     if (this.immediate) return;
-    const wait = this.first.length > 0 ? 0 : this.rest.length > 0 ? this.restUntil - performance.now() : undefined;
+    const wait = this.first.length > 0 ? 0 : this.later.length > 0 ? this.restUntil - performance.now() : undefined;
     if (wait === undefined) return;
     if (wait > 0) {
       if (this.timer) return;
@@ -152,7 +152,7 @@ export class SendQueue {
     this.stopTimer();
     const started = performance.now();
     const until = started + SLICE_MS;
-    let restUsed = 0;
+    let laterUsed = 0;
     for (;;) {
       if (this.bufferedBytes >= this.limitBytes) {
         this.recheck ??= setInterval(() => this.kick(), RECHECK_MS).unref();
@@ -165,12 +165,12 @@ export class SendQueue {
         work();
         continue;
       }
-      if (this.rest.length === 0 || now < this.restUntil) break;
-      this.rest.shift()!();
-      restUsed += performance.now() - now;
+      if (this.later.length === 0 || now < this.restUntil) break;
+      this.later.shift()!();
+      laterUsed += performance.now() - now;
     }
-    if (restUsed > 0 && performance.now() - this.otherAnsweredAt < OTHERS_RECENT_MS) {
-      this.restUntil = performance.now() + Math.min(MAX_REST_MS, restUsed * REST_PER_TURN);
+    if (laterUsed > 0 && performance.now() - this.otherAnsweredAt < OTHERS_RECENT_MS) {
+      this.restUntil = performance.now() + Math.min(MAX_REST_MS, laterUsed * REST_PER_TURN);
     }
     if (this.recheck) {
       clearInterval(this.recheck);
@@ -191,7 +191,7 @@ export class SendQueue {
   figures(): SendFigures {
     return {
       pages: this.pages.size, bufferedBytes: this.bufferedBytes, limitBytes: this.limitBytes,
-      waiting: this.first.length + this.rest.length, closedNotReading: this.closedNotReading, yieldedMs: Math.round(this.yieldedMs),
+      waiting: this.first.length + this.later.length, closedNotReading: this.closedNotReading, yieldedMs: Math.round(this.yieldedMs),
     };
   }
 }
