@@ -18,7 +18,7 @@ const TIMEOUT_S = 2;
 const EVENTS = 240;
 const PAD = 'x'.repeat(20_000) + 'é'.repeat(10_000);
 
-interface FeedPages { pages: number; bufferedBytes: number; limitBytes: number; waiting: number; closedNotReading: number }
+interface FeedPages { pages: number; bufferedBytes: number; limitBytes: number; waiting: number; closedNotReading: number; yieldedMs: number }
 
 async function feedPages(t: TestNode): Promise<FeedPages> {
   const res = await http(t, '/stats');
@@ -114,6 +114,28 @@ describe('big pages', () => {
       expect(big.title).toBe(`Event stream '${stream}'`);
     });
   }
+
+  it('a big page stands back while other requests are answered: /stats svc.feedPages.yieldedMs grows, the page arrives whole', async () => {
+    const before = (await feedPages(t)).yieldedMs;
+    let reading = true;
+    const pings = (async () => {
+      while (reading) {
+        const res = await http(t, '/ping');
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    try {
+      const { res, text } = await get(`/streams/${stream}/0/forward/${EVENTS}?embed=body`, ATOM_JSON);
+      expect(res.headers.get('transfer-encoding')).toBe('chunked');
+      expect(JSON.parse(text).entries).toHaveLength(EVENTS);
+    } finally {
+      reading = false;
+      await pings;
+    }
+    expect((await feedPages(t)).yieldedMs).toBeGreaterThan(before);
+  });
 
   it('a small page goes in one piece, with its Content-Length', async () => {
     const small = uniq('small');

@@ -16,12 +16,12 @@ import type { FeedPageFigures } from '../stats/index.js';
 // them the event loop is always busy, and the operating system makes it wait on a busy machine
 // like any other busy thread: 50 clients reading 1,000-event pages at full speed on two cores held
 // appends' p99 at 2.1-3.1x its quiet figure, with turns of ~1 ms (bench/big-reads.ts). So the
-// queue has two lanes: a page's first part (or its first slice) goes first, and the rest of big
-// pages after it; while a request that was not a big page was answered in the last
-// OTHERS_RECENT_MS, each turn of the rest is followed by a rest of three times its length (the
-// big pages take at most a quarter of the event loop; measured: 1.39-1.67x, the readers still
-// getting 79-117 MB/s). With no other client, big pages go at full speed. /stats
-// svc.feedPages.yieldedMs adds up the time they stood back.
+// queue has two lanes: a page's first part (or its first slice) goes first, and the later work
+// of big pages after it; while a request that was not a big page was answered in the last
+// OTHERS_RECENT_MS, each turn of later work is followed by a rest three times its length (the
+// big pages take at most a quarter of the event loop; measured: 1.16-2.44x, ten of twelve runs
+// under 2x, the readers still getting 80-127 MB/s). With no other client, big pages go at full
+// speed. /stats svc.feedPages.yieldedMs adds up the time they stood back.
 
 /**
  * Pages of at most this many entries (the default page is 20) are read and written in their

@@ -380,7 +380,6 @@ export class Store {
     return this.reader.recordsAtPacked(places, from, to);
   }
 
-
   /** Whether a stream read would show this record (its stream's $tb, $maxCount, $maxAge, deletion). */
   isVisible(record: import('./record.js').EventRecord): boolean {
     return this.reader.isVisible(record);

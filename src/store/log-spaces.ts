@@ -28,10 +28,10 @@ export class LogSpaces {
 
   /** The key of the record at `position` of `streamId`. */
   key(position: number, streamId: string): Buffer {
-    return this.inSystemSpace(position, streamId) ? systemLogKey(position) : logKey(position);
+    return this.keyOf(position, isSystemRecordStream(streamId));
   }
 
-  /** The key of the record at `position` of a system stream or not (PackedPlaces). */
+  /** The key of the record at `position` of a system stream or not (PackedPlaces keeps which). */
   keyOf(position: number, systemStream: boolean): Buffer {
     return systemStream && position >= this.splitFrom ? systemLogKey(position) : logKey(position);
   }
@@ -97,10 +97,6 @@ export class LogSpaces {
     await this.rocks.scanPages({ gte: logKey(from), lt: logKey(to) }, pageSize, each);
     if (stopped || to <= this.splitFrom) return;
     await this.rocks.scanPages({ gte: systemLogKey(Math.max(from, this.splitFrom)), lt: systemLogKey(to) }, pageSize, each);
-  }
-
-  private inSystemSpace(position: number, streamId: string): boolean {
-    return position >= this.splitFrom && isSystemRecordStream(streamId);
   }
 
   private rows({ keys, values }: { keys: Buffer[]; values: Buffer[] }): LogRows {

@@ -34,17 +34,17 @@ export interface GrpcDoorContext {
   cluster?: LeaderRouting;
   /** Where call durations go (GET /metrics). */
   latency: RequestLatency;
-  /** Told when a unary or client-streaming call is answered (big HTTP pages stand back for them: send-queue.ts). */
+  /** Told when a unary or client-streaming call, or one append of a BatchAppend call, is answered (big HTTP pages stand back for them: send-queue.ts). */
   onAnswered?: () => void;
 }
 
 const STREAMS = 'event_store.client.streams.Streams';
+const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscriptions';
 
 /** Each answer of a BatchAppend call is an answered request too (the call itself stays open). */
 function answered(latency: LatencyObserver, onAnswered: (() => void) | undefined): LatencyObserver {
   return onAnswered ? { observe: (seconds) => { latency.observe(seconds); onAnswered(); } } : latency;
 }
-const PERSISTENT = 'event_store.client.persistent_subscriptions.PersistentSubscriptions';
 
 export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   const { config } = ctx;
