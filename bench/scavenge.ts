@@ -124,7 +124,7 @@ async function scenario(source: string, name: string, request: Partial<ScavengeR
   latencies.sort((a, b) => a - b);
   const perSecond = records / seconds;
   log(`scavenge ${name}: ${result} in ${seconds.toFixed(1)} s; ${records.toLocaleString('en-US')} log records covered = ${Math.round(perSecond).toLocaleString('en-US')} records/s`
-    + `${request.threads === 1 && request.throttlePercent === 100 ? ` (target ${TARGET_EXAMINED_PER_SECOND.toLocaleString('en-US')}/s: ${perSecond >= TARGET_EXAMINED_PER_SECOND ? 'PASS' : 'MISS'})` : ''}`);
+    + `${(request.threads ?? 1) === 1 && (request.throttlePercent ?? 100) === 100 ? ` (target ${TARGET_EXAMINED_PER_SECOND.toLocaleString('en-US')}/s: ${perSecond >= TARGET_EXAMINED_PER_SECOND ? 'PASS' : 'MISS'})` : ''}`);
   log(`  read ${progress.eventsExamined.toLocaleString('en-US')} records in accumulation + execution; removed ${(records + latencies.length - left).toLocaleString('en-US')}; logical bytes freed ${mb(progress.spaceSaved)}`);
   log(`  on disk (total-sst-files-size / estimate-live-data-size): before ${mb(before.sstFilesBytes)} / ${mb(before.liveDataBytes)}, `
     + `after ${mb(after.sstFilesBytes)} / ${mb(after.liveDataBytes)}, after a reopen ${mb(reopened.sstFilesBytes)} / ${mb(reopened.liveDataBytes)}`);
