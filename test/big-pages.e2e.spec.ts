@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { XMLParser } from 'fast-xml-parser';
+import { KurrentDBClient, jsonEvent } from '@kurrent/kurrentdb-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, append, eventually, http, newEvent, startTestNode, uniq, type TestNode } from './support/node.js';
 
@@ -135,6 +136,40 @@ describe('big pages', () => {
       await pings;
     }
     expect((await feedPages(t)).yieldedMs).toBeGreaterThan(before);
+  });
+
+  it('a big page stands back while gRPC appends are answered too: BatchAppend (the clients\' default) and Append (a call with its own credentials)', async () => {
+    const client = KurrentDBClient.connectionString(`kurrentdb://admin:changeit@127.0.0.1:${new URL(t.url).port}?tls=false`);
+    const ticks = uniq('ticks');
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    try {
+      for (const options of [{}, { credentials: { username: 'admin', password: 'changeit' } }]) {
+        await client.appendToStream(ticks, jsonEvent({ type: 'Tick', data: {} }), options); // (the connection and its first calls)
+        const before = (await feedPages(t)).yieldedMs;
+        await pause(400); // the last HTTP answer (/stats) is older than the window (OTHERS_RECENT_MS) by now
+        let appending = true;
+        let appended = 0;
+        const appends = (async () => {
+          while (appending) {
+            await client.appendToStream(ticks, jsonEvent({ type: 'Tick', data: { n: appended } }), options);
+            appended++;
+            await pause(5);
+          }
+        })();
+        try {
+          const { res, text } = await get(`/streams/${stream}/0/forward/${EVENTS}?embed=body`, ATOM_JSON);
+          expect(res.headers.get('transfer-encoding')).toBe('chunked');
+          expect(JSON.parse(text).entries).toHaveLength(EVENTS);
+        } finally {
+          appending = false;
+          await appends;
+        }
+        expect(appended).toBeGreaterThan(0);
+        expect((await feedPages(t)).yieldedMs).toBeGreaterThan(before);
+      }
+    } finally {
+      await client.dispose();
+    }
   });
 
   it('a small page goes in one piece, with its Content-Length', async () => {
