@@ -6,7 +6,7 @@ import { connect, type Socket } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchConfig } from './config.js';
+import { benchConfig, envNumber } from './config.js';
 import { NODE_MAIN, startServer, type Server } from './processes.js';
 import { AUTHORIZATION, EVENTS_JSON, appendBody } from './workload.js';
 
@@ -216,8 +216,7 @@ async function stats(server: Server): Promise<FeedPages> {
 
 async function main(): Promise<void> {
   const { dataParent } = benchConfig();
-  const seconds = Number(process.env.BENCH_BIG_READS_SECONDS ?? 30);
-  if (!(seconds >= 1)) throw new Error('BENCH_BIG_READS_SECONDS must be a number of seconds, at least 1');
+  const seconds = envNumber('BENCH_BIG_READS_SECONDS', 30, 1);
   const dir = mkdtempSync(join(dataParent, 'svc-bench-big-reads-'));
   try {
     const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'None']);

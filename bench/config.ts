@@ -19,7 +19,8 @@ export interface BenchConfig {
   cpuProfDir: string | undefined;
 }
 
-function number(name: string, fallback: number, min: number): number {
+/** A number from the environment variable `name` (`fallback` when unset), refused below `min`. */
+export function envNumber(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
@@ -37,9 +38,9 @@ function scenarios(): ScenarioId[] {
 
 export function benchConfig(): BenchConfig {
   return {
-    seconds: number('BENCH_SECONDS', 10, 1),
-    warmupSeconds: number('BENCH_WARMUP_SECONDS', 2, 0),
-    connections: Math.floor(number('BENCH_CONNECTIONS', 64, 1)),
+    seconds: envNumber('BENCH_SECONDS', 10, 1),
+    warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 2, 0),
+    connections: Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1)),
     only: scenarios(),
     dataParent: process.env.BENCH_DATA_DIR || tmpdir(),
     cpuProfDir: process.env.BENCH_CPU_PROF || undefined,

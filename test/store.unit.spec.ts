@@ -306,7 +306,7 @@ describe('records read back from packed places', () => {
     // Reopened: nothing is in the log tail's cache, every record comes from its key space.
     store = await openStore(dir);
     const places = new PackedPlaces(2);
-    for (const r of written) places.push(r.position, r.streamId);
+    for (const r of written) places.push(r);
     expect(places.length).toBe(40);
     const back = store.recordsAtPacked(places, 0, 40);
     expect(back.map((r) => [r?.position, r?.streamId, r?.eventType, r?.data.toString()]))

@@ -44,7 +44,7 @@ async function readInSlices(sends: SendQueue, first: AllRead, count: number, dir
   const add = (events: readonly ResolvedEvent[]) => {
     for (const e of events) {
       const record = originalOf(e);
-      places.push(record.position, record.streamId);
+      places.push(record);
       bytes += record.size;
     }
   };

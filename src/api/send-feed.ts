@@ -74,10 +74,7 @@ export class StoredEntries implements EntrySource {
 /** A store page read: its entries (newest first) held as packed places, with those as read. */
 export function storedPage(ctx: Pick<ApiContext, 'store' | 'verbs'>, entries: readonly ResolvedEvent[], resolveLinks: boolean): StoredEntries {
   const places = new PackedPlaces(entries.length);
-  for (const e of entries) {
-    const record = originalOf(e);
-    places.push(record.position, record.streamId);
-  }
+  for (const e of entries) places.push(originalOf(e));
   return new StoredEntries(places.length, rereadFromStore(ctx, places, resolveLinks), entries);
 }
 

@@ -21,11 +21,11 @@ export class PackedPlaces {
     return this.count;
   }
 
-  /** Adds the place of a record of `streamId` at `position`. */
-  push(position: number, streamId: string): void {
+  /** Adds the place of a record (its position, and its stream's key space). */
+  push(record: { readonly position: number; readonly streamId: string }): void {
     if (this.count === this.positions.length) this.grow();
-    this.positions[this.count] = position;
-    this.system[this.count] = isSystemRecordStream(streamId) ? 1 : 0;
+    this.positions[this.count] = record.position;
+    this.system[this.count] = isSystemRecordStream(record.streamId) ? 1 : 0;
     this.count++;
   }
 
