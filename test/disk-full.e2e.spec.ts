@@ -159,21 +159,25 @@ describe.skipIf(skip !== undefined)('writes on a disk that fills up and is freed
     }
   }
 
-  /** Both projections run, caught up, and hold exactly what the acknowledged Orders make: each once. */
+  /**
+   * Both projections run, caught up, and hold exactly what the acknowledged Orders make: each once.
+   * Emitted events and links are written with a checkpoint, after the state a read shows live from
+   * the sandbox: they are waited for too.
+   */
   async function expectProjectionsRight(): Promise<void> {
     const total = [...acknowledged.values()].reduce((n, is) => n + is.length, 0);
     await eventually(async () => {
       for (const name of WATCHED) expect(await statusOf(name)).toMatchObject({ status: 'Running', progress: 100 });
       expect(await getJson(proc.url, '/projection/copies/state')).toEqual({ count: total });
+      for (const [stream, is] of acknowledged) {
+        const copies = (await readStream(proc.url, `copies-${stream}`)).map(([type, d]) => [type, JSON.parse(d).i]);
+        expect(copies, `copies-${stream}`).toEqual(is.map((i) => ['Copied', i]));
+      }
+      const links = (await readStream(proc.url, '$ce-order')).map(([, d]) => d);
+      const expected = [...acknowledged].flatMap(([stream, is]) => is.map((_, n) => `${n}@${stream}`));
+      expect(links).toHaveLength(expected.length);
+      expect(new Set(links)).toEqual(new Set(expected));
     }, 30_000);
-    for (const [stream, is] of acknowledged) {
-      const copies = (await readStream(proc.url, `copies-${stream}`)).map(([type, d]) => [type, JSON.parse(d).i]);
-      expect(copies, `copies-${stream}`).toEqual(is.map((i) => ['Copied', i]));
-    }
-    const links = (await readStream(proc.url, '$ce-order')).map(([, d]) => d);
-    const expected = [...acknowledged].flatMap(([stream, is]) => is.map((_, n) => `${n}@${stream}`));
-    expect(links).toHaveLength(expected.length);
-    expect(new Set(links)).toEqual(new Set(expected));
   }
 
   async function expectBrokenStaysFaulted(): Promise<void> {
