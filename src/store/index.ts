@@ -60,7 +60,7 @@ export {
 } from './metadata.js';
 export { isSystemRecordStream } from './log-spaces.js';
 export { PackedPlaces } from './packed-places.js';
-export { parseUuid, formatUuid, newUuid } from './uuid.js';
+export { parseUuid, parseUuidBytes, formatUuid, newUuid } from './uuid.js';
 export { BackupStoppedError, type BackupResult } from './backup.js';
 export { SCAVENGE_STATE_DIR, type Truncation } from './truncate.js';
 export { firstVisibleEventNumber, visibilityOf, type Visibility } from './visibility.js';

