@@ -60,7 +60,7 @@ function randomProposed(): Record<string, unknown> {
   const idKind = rand(4);
   if (idKind === 0) m.id = { string: randomUUID() };
   else if (idKind === 1) m.id = { structured: { most_significant_bits: randomInt64(), least_significant_bits: randomInt64() } };
-  else if (idKind === 2) m.id = { string: rand(2) ? 'not a uuid' : '' };
+  else if (idKind === 2) m.id = { string: ['not a uuid', '', '00000000-0000-0000-0000-000000000000', randomUUID().toUpperCase(), `{${randomUUID()}}`, randomUUID().replace('-', 'g')][rand(6)] };
   const metadata: Record<string, string> = {};
   if (rand(5) > 0) metadata.type = rand(4) ? `Type-${rand(100)}` : 'é ✓ 型';
   if (rand(5) > 0) metadata['content-type'] = rand(2) ? 'application/json' : 'application/octet-stream';
