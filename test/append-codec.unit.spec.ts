@@ -179,7 +179,7 @@ describe('Append and BatchAppend requests decoded by hand', () => {
     expect(refused).toBeGreaterThan(bytes.length / 2);
   });
 
-  it('refuses a known field of the wrong wire type, an invalid wire type, an unclosed group and a varint past 10 bytes', () => {
+  it('refuses a known field of the wrong wire type, an invalid wire type, an unclosed group, groups nested past 100 and a varint past 10 bytes', () => {
     expect(() => decodeAppendReq(Buffer.from([0x10, 0x01]))).toThrow(/AppendReq field 2 has wire type 0/);
     expect(() => decodeAppendReq(withLength(0x12, Buffer.from([0x20, 0x05])))).toThrow(/ProposedMessage field 4 has wire type 0/);
     expect(() => decodeBatchAppendReq(Buffer.from([0x22, 0x00]))).toThrow(/is_final has wire type 2/);
@@ -187,6 +187,10 @@ describe('Append and BatchAppend requests decoded by hand', () => {
     expect(() => decodeAppendReq(Buffer.from([0x7b, 0x08, 0x01]))).toThrow(/group runs past/);
     expect(() => decodeAppendReq(Buffer.from([0x7b, 0x84, 0x01]))).toThrow(/group ends with another field number/);
     expect(() => decodeAppendReq(Buffer.from([0x78, ...Array(10).fill(0xff), 0x01]))).toThrow(/longer than 10 bytes/);
+    const nested = (depth: number) => Buffer.concat([Buffer.alloc(depth, 0x7b), Buffer.alloc(depth, 0x7c)]);
+    expect(decodeAppendReq(nested(100))).toEqual({});
+    expect(() => decodeAppendReq(nested(101))).toThrow(/groups nested deeper than 100/);
+    expect(() => decodeAppendReq(Buffer.alloc(4 * 1024 * 1024, 0x7b))).toThrow(/groups nested deeper than 100/);
     expect(() => decodeAppendReq(Buffer.from([0x12, 0x05, 0x00]))).toThrow(/runs past the end/);
   });
 

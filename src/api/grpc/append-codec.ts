@@ -48,6 +48,9 @@ const START_GROUP = 3;
 const END_GROUP = 4;
 const FIXED32 = 5;
 
+/** Unknown groups nest at most this deep (protobuf's own recursion limit): a message of nested group tags fails alone, not on the stack. */
+const MAX_GROUP_DEPTH = 100;
+
 const EMPTY = Buffer.alloc(0);
 const TYPE_KEY = Buffer.from('type');
 const CONTENT_TYPE_KEY = Buffer.from('content-type');
@@ -122,13 +125,14 @@ class Wire {
   }
 
   /** Skips the value of a field of `type` (numbered `field`, for a group's end). */
-  skip(field: number, type: number): void {
+  skip(field: number, type: number, depth = 0): void {
     switch (type) {
       case VARINT: this.varint(); return;
       case FIXED64: this.advance(8); return;
       case LEN: this.span(); return;
       case FIXED32: this.advance(4); return;
       case START_GROUP:
+        if (depth >= MAX_GROUP_DEPTH) throw new Error(`groups nested deeper than ${MAX_GROUP_DEPTH}`);
         for (;;) {
           if (!this.more) throw new Error('a group runs past the end of its message');
           const innerType = this.tag();
@@ -136,7 +140,7 @@ class Wire {
             if (this.field !== field) throw new Error('a group ends with another field number');
             return;
           }
-          this.skip(this.field, innerType);
+          this.skip(this.field, innerType, depth + 1);
         }
       default: throw new Error(`invalid wire type ${type}`);
     }
