@@ -18,8 +18,8 @@ import type { LatencyObserver } from '../../metrics/index.js';
 
 // The Streams service (event_store.client.streams.Streams): Read (finite reads and catch-up
 // subscriptions of a stream or `$all`), Append, BatchAppend, Delete and Tombstone. Each decodes
-// its request (Append's and BatchAppend's by hand: append-codec.ts), calls the verbs (src/verbs), and encodes the answer as the official clients
-// expect it (grpc.md §3).
+// its request (Append's and BatchAppend's by hand: append-codec.ts), calls the verbs
+// (src/verbs), and encodes the answer as the official clients expect it (grpc.md §3).
 
 type Message = Record<string, unknown>;
 
