@@ -20,8 +20,8 @@ import type { FeedPageFigures } from '../stats/index.js';
 // of big pages after it; while a request that was not a big page was answered in the last
 // OTHERS_RECENT_MS, each turn of later work is followed by a rest three times its length (the
 // big pages take at most a quarter of the event loop; measured: 1.28-1.57x in 30-s phases, 19 of
-// 22 runs under 2x in all, the readers still getting 79-127 MB/s). With no other client, big pages go at full
-// speed. /stats svc.feedPages.yieldedMs adds up the time they stood back.
+// 22 runs under 2x in all, the readers still getting 79-127 MB/s). With no other client, big
+// pages go at full speed. /stats svc.feedPages.yieldedMs adds up the time they stood back.
 
 /**
  * Pages of at most this many entries (the default page is 20) are read and written in their

@@ -115,6 +115,12 @@ class Wire {
     return t & 7;
   }
 
+  /** Field `field` of `message`, whose tag said wire type `type`, as a length-delimited field (span); any other type is malformed. */
+  len(type: number, message: string, field: number): number {
+    requireType(type, LEN, message, field);
+    return this.span();
+  }
+
   /** A length-delimited field: returns where its bytes start (`spanEnd`: where they end); the position moves past it. */
   span(): number {
     const length = this.varint();
@@ -152,8 +158,9 @@ class Wire {
   }
 }
 
-function requireType(actual: number, wanted: number, what: string): void {
-  if (actual !== wanted) throw new Error(`${what} has wire type ${actual}`);
+/** Refuses field `field` of message `message` unless its wire type is `wanted` (the text is made only then: this runs for every field of every event). */
+function requireType(actual: number, wanted: number, message: string, field: number): void {
+  if (actual !== wanted) throw new Error(`${message} field ${field} has wire type ${actual}`);
 }
 
 function sameBytes(buf: Buffer, start: number, end: number, key: Buffer): boolean {
@@ -173,8 +180,7 @@ function proposedAt(buf: Buffer, start: number, end: number): WireProposed {
       w.skip(field, type);
       continue;
     }
-    requireType(type, LEN, `ProposedMessage field ${field}`);
-    const s = w.span();
+    const s = w.len(type, 'ProposedMessage', field);
     const e = w.spanEnd;
     if (field === 1) out.id = uuidAt(buf, s, e);
     else if (field === 2) metadataEntry(buf, s, e, out);
@@ -192,8 +198,7 @@ function uuidAt(buf: Buffer, start: number, end: number): Buffer | undefined {
     const type = w.tag();
     const field = w.field;
     if (field === 1 || field === 2) {
-      requireType(type, LEN, `UUID field ${field}`);
-      const s = w.span();
+      const s = w.len(type, 'UUID', field);
       id = field === 1 ? structuredAt(buf, s, w.spanEnd) : parseUuidBytes(buf, s, w.spanEnd);
     } else w.skip(field, type);
   }
@@ -208,7 +213,7 @@ function structuredAt(buf: Buffer, start: number, end: number): Buffer {
     const type = w.tag();
     const field = w.field;
     if (field === 1 || field === 2) {
-      requireType(type, VARINT, `UUID.Structured field ${field}`);
+      requireType(type, VARINT, 'UUID.Structured', field);
       w.int64Into(bytes, field === 1 ? 0 : 8);
     } else w.skip(field, type);
   }
@@ -226,8 +231,7 @@ function metadataEntry(buf: Buffer, start: number, end: number, out: WirePropose
     const type = w.tag();
     const field = w.field;
     if (field === 1 || field === 2) {
-      requireType(type, LEN, `metadata entry field ${field}`);
-      const s = w.span();
+      const s = w.len(type, 'metadata entry', field);
       if (field === 1) {
         keyStart = s;
         keyEnd = w.spanEnd;
@@ -279,8 +283,7 @@ export function decodeAppendReq(buf: Buffer): WireAppendReq {
     const type = w.tag();
     const field = w.field;
     if (field === 1 || field === 2) {
-      requireType(type, LEN, `AppendReq field ${field}`);
-      const s = w.span();
+      const s = w.len(type, 'AppendReq', field);
       const e = w.spanEnd;
       out = field === 1 ? { options: viaProtobufjs(typesOf().appendOptions, buf, s, e) } : { proposed_message: proposedAt(buf, s, e) };
     } else w.skip(field, type);
@@ -296,11 +299,10 @@ export function decodeBatchAppendReq(buf: Buffer): WireBatchAppendReq {
     const type = w.tag();
     const field = w.field;
     if (field === 4) {
-      requireType(type, VARINT, 'BatchAppendReq.is_final');
+      requireType(type, VARINT, 'BatchAppendReq', field);
       out.is_final = w.varint() !== 0;
     } else if (field >= 1 && field <= 3) {
-      requireType(type, LEN, `BatchAppendReq field ${field}`);
-      const s = w.span();
+      const s = w.len(type, 'BatchAppendReq', field);
       const e = w.spanEnd;
       if (field === 1) out.correlation_id = viaProtobufjs(typesOf().uuid, buf, s, e);
       else if (field === 2) out.options = viaProtobufjs(typesOf().batchOptions, buf, s, e);
