@@ -35,7 +35,9 @@ describe.skipIf(skip !== undefined)('a node whose disk is full', () => {
   beforeAll(async () => {
     proc = await spawnNode(['--db', data(), '--insecure']);
     for (let i = 0; i < 20; i++) expect((await appendBig(proc.url, `big-${i % 3}`, 500_000)).status).toBe(201);
-    proc.child.kill('SIGTERM');
+    // Killed, not stopped: a clean stop writes the memtable to a table file, and the next open has
+    // no write-ahead log to replay (the last test); a crash leaves it to the next open.
+    proc.child.kill('SIGKILL');
     await proc.exited;
   }, 60_000);
 
@@ -53,6 +55,25 @@ describe.skipIf(skip !== undefined)('a node whose disk is full', () => {
     proc = await spawnNode(['--db', data(), '--insecure']);
     const res = await fetch(`${proc.url}/streams/big-1/head/backward/20`, { headers: { accept: 'application/json', authorization: ADMIN } });
     expect(res.status).toBe(200);
+  }, 60_000);
+
+  it('starts on a full disk after a clean stop: there is no write-ahead log to replay; it serves its reads and refuses writes with 507', async () => {
+    // ~10 MB in the memtable (the start before wrote what it replayed to a table file).
+    for (let i = 0; i < 20; i++) expect((await appendBig(proc!.url, `big-${i % 3}`, 500_000)).status).toBe(201);
+    const before = await fetch(`${proc!.url}/streams/big-1/head/backward/20`, { headers: { accept: 'application/json', authorization: ADMIN } });
+    const expected = (await before.text()).replaceAll(proc!.url, '');
+    proc!.child.kill('SIGTERM');
+    expect(await proc!.exited).toBe(0);
+    small.fill(32 * 1024);
+    try {
+      proc = await spawnNode(['--db', data(), '--insecure']);
+      const res = await fetch(`${proc.url}/streams/big-1/head/backward/20`, { headers: { accept: 'application/json', authorization: ADMIN } });
+      expect(res.status).toBe(200);
+      expect((await res.text()).replaceAll(proc.url, '')).toBe(expected); // the same page, the node's address aside
+      expect((await appendBig(proc.url, 'big-1', 500_000)).status).toBe(507);
+    } finally {
+      small.free();
+    }
   }, 60_000);
 });
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -143,5 +143,64 @@ describe('space reclaim', () => {
     const second = await storeWithRemovals();
     await new Promise((r) => setTimeout(r, 200));
     expect(Number(rocksOf(second.store).property('rocksdb.num-files-at-level0'))).toBe(0);
+  });
+});
+
+describe('a clean close', () => {
+  const walBytes = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.log')).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
+  // Random data: the write-ahead log is compressed, and zeros would leave it small anyway.
+  const bulky = (i: number): ProposedEvent => ({
+    eventId: newUuid(), eventType: 'Bulky', isJson: true, data: Buffer.from(JSON.stringify({ i, pad: randomBytes(6000).toString('base64') })), metadata: Buffer.alloc(0),
+  });
+
+  it('flushes a large memtable, so the next open replays no write-ahead log, and loses nothing', async () => {
+    const dir = tempDir();
+    let store = await Store.open({ dir, inMemory: false });
+    const written: ProposedEvent[] = [];
+    for (let a = 0; a < 15; a++) {
+      const events = Array.from({ length: 100 }, (_, j) => bulky(a * 100 + j));
+      written.push(...events);
+      await store.append(`bulky-${a % 3}`, ExpectedVersion.any, events);
+    }
+    expect(Number(rocksOf(store).property('rocksdb.cur-size-active-mem-table'))).toBeGreaterThan(8 * 1024 * 1024);
+    await store.close();
+    expect(walBytes(dir)).toBeLessThan(1024 * 1024);
+
+    store = await Store.open({ dir, inMemory: false });
+    closers.push(() => store.close());
+    // Nothing was replayed into the memtable: the events come from the table files.
+    expect(Number(rocksOf(store).property('rocksdb.cur-size-active-mem-table'))).toBeLessThan(1024 * 1024);
+    for (let s = 0; s < 3; s++) {
+      const page = store.readStreamForward(`bulky-${s}`, 0, 1000);
+      if (page.status !== 'ok') throw new Error(page.status);
+      const expected = written.filter((_, i) => Math.floor(i / 100) % 3 === s);
+      expect(page.events.map((e) => e.event!.eventId)).toEqual(expected.map((e) => e.eventId));
+      expect(page.events.map((e) => Buffer.from(e.event!.data).toString())).toEqual(expected.map((e) => e.data.toString()));
+    }
+    const next = await store.append('bulky-0', ExpectedVersion.exact(499), [bulky(1500)]);
+    expect(next.firstEventNumber).toBe(500);
+  });
+
+  it('leaves a small memtable, and a flush past its time, to the next open to replay', async () => {
+    const dir = tempDir();
+    let rocks = await Rocks.open(dir, false);
+    rocks.writeDurable(Array.from({ length: 100 }, (_, i) => [key(i), Buffer.from(`small-${i}`)] as const));
+    expect(await rocks.flushBeforeClose()).toBe(false);
+    await rocks.close();
+    expect(walBytes(dir)).toBeGreaterThan(0);
+
+    rocks = await Rocks.open(dir, false);
+    closers.push(() => rocks.close());
+    expect(rocks.get(key(99))?.toString()).toBe('small-99');
+    const big = randomBytes(1024 * 1024);
+    for (let i = 0; i < 10; i++) rocks.writeUnsynced([[key(1000 + i), Buffer.concat([big, Buffer.of(i)])]]);
+    rocks.writeDurable([[key(2000), Buffer.from('last')]]);
+    expect(await rocks.flushBeforeClose(0)).toBe(false); // no time given: nothing waited for
+    await rocks.close();
+    closers.pop();
+    rocks = await Rocks.open(dir, false);
+    closers.push(() => rocks.close());
+    expect(rocks.get(key(2000))?.toString()).toBe('last');
+    expect(rocks.get(key(1009))?.subarray(-1)[0]).toBe(9);
   });
 });

@@ -536,6 +536,8 @@ export class Store {
     await this.readThread.close();
     try {
       await this.writer.close();
+      // Everything is written: the next start replays no write-ahead log (unless the disk is full).
+      if (this.space.failingSince === undefined) await this.rocks.flushBeforeClose();
     } finally {
       await this.idFilter.stop();
       await this.rocks.close().catch((err: Error) => {

@@ -56,6 +56,15 @@ const FILLER_BYTES = 4 * 1024 * 1024;
 let FILLER: Buffer | undefined;
 export const FILLER_KEY = metaKey('rocks-memtable-filler');
 
+/**
+ * A clean close flushes a memtable of at least this many bytes (flushBeforeClose): replaying less
+ * at the next open costs under ~0.2 s, and the flush costs a few hundred ms of the close however
+ * small the memtable is (the filler that switches it).
+ */
+const CLOSE_FLUSH_FROM_BYTES = 8 * 1024 * 1024;
+/** How long a clean close waits for that flush, at most. */
+const CLOSE_FLUSH_MAX_MS = 10_000;
+
 /** What a database may set apart from the defaults (the scavenge state database sets both). */
 export interface RocksTuning {
   /** Block cache in bytes. */
@@ -313,6 +322,28 @@ export class Rocks {
     await this.reclaimSpace(late);
     await this.settled(late, () => this.property('rocksdb.num-running-compactions') === '0'
       && this.property('rocksdb.compaction-pending') === '0' && this.property('rocksdb.num-immutable-mem-table') === '0');
+  }
+
+  /**
+   * Before a clean close: flushes the memtable when it holds at least CLOSE_FLUSH_FROM_BYTES, so
+   * that the next open has no write-ahead log to replay. RocksDB's close keeps the memtable only
+   * in the log, and the next open replays it into a memtable and writes that to an L0 file before
+   * it returns: ~25 ms per MB of memtable here (48 MB: 1.2 s), on the path of every restart, and
+   * the replayed memtable's memory stays with the restarted node. Flushing now costs about as much
+   * and is done while the node stops. Bounded by `maxMs`: a flush not done by then is left to the
+   * next open, as before. Never throws (a full disk refuses the filler: the next open replays).
+   * Returns whether the memtable was flushed.
+   */
+  async flushBeforeClose(maxMs = CLOSE_FLUSH_MAX_MS): Promise<boolean> {
+    if (this.ephemeral || Number(this.property('rocksdb.cur-size-active-mem-table')) < CLOSE_FLUSH_FROM_BYTES) return false;
+    const deadline = performance.now() + maxMs;
+    const late = () => performance.now() > deadline;
+    try {
+      await this.flushMemtable(late);
+    } catch {
+      return false;
+    }
+    return !late();
   }
 
   /** Waits until no memtable waits to be flushed; false if `stop` said so first. */
