@@ -195,6 +195,7 @@ describe('a clean close', () => {
     const big = randomBytes(1024 * 1024);
     for (let i = 0; i < 10; i++) rocks.writeUnsynced([[key(1000 + i), Buffer.concat([big, Buffer.of(i)])]]);
     rocks.writeDurable([[key(2000), Buffer.from('last')]]);
+    expect(Number(rocks.property('rocksdb.cur-size-active-mem-table'))).toBeGreaterThan(8 * 1024 * 1024); // large enough to flush
     expect(await rocks.flushBeforeClose(0)).toBe(false); // no time given: nothing waited for
     await rocks.close();
     closers.pop();

@@ -80,8 +80,9 @@ const DEFAULT_EVENT_ID_FILTER_BYTES = 8 * 1024 * 1024;
  * The newest log bytes read into the log tail at start, at most (warmTail). 2 MB: projections
  * write a last checkpoint when the node stops, and checkpoint every 4,000 events otherwise, so
  * they resume within the newest megabyte or two. Measured at a million events (the scale bench's
- * data, six alternating starts): 8 MB took ~450 ms of the start, and starts with 2 MB were
- * 0.1-0.75 s faster (2.52-3.27 s against 2.93-3.67 s to reads and all 20 Running).
+ * data): 8 MB took ~450 ms of the start; to reads and all 20 Running, three alternating pairs gave
+ * 2.52-3.27 s with 2 MB against 2.93-3.67 s with 8 MB (0.12-0.41 s faster each), three starts of
+ * each in a row 2.54-2.76 against 3.57-3.93 s.
  */
 const WARM_TAIL_BYTES = 2 * 1024 * 1024;
 

@@ -328,9 +328,8 @@ export class Rocks {
    * Before a clean close: flushes the memtable when it holds at least CLOSE_FLUSH_FROM_BYTES, so
    * that the next open has no write-ahead log to replay. RocksDB's close keeps the memtable only
    * in the log, and the next open replays it into a memtable and writes that to an L0 file before
-   * it returns: ~25 ms per MB of memtable here (48 MB: 1.2 s), on the path of every restart, and
-   * the replayed memtable's memory stays with the restarted node. Flushing now costs about as much
-   * and is done while the node stops. Bounded by `maxMs`: a flush not done by then is left to the
+   * it returns: ~25 ms per MB of memtable here (48 MB: 1.2 s), on the path of every restart.
+   * Flushing now costs about as much and is done while the node stops. Bounded by `maxMs`: a flush not done by then is left to the
    * next open, as before. Never throws (a full disk refuses the filler: the next open replays).
    * Returns whether the memtable was flushed.
    */
