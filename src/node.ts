@@ -207,6 +207,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     } },
     // Last, so that a shutdown first stops taking requests and lets those in flight finish.
     { name: 'requests', start: () => {
+      store.loadIdFilter(); // (until it has read the stored ids, an append's id check reads RocksDB)
       logStarted({ log, url: urlOf(config, port, certificates), config, store, certificates, autoScavenge: coordinator.enabled, disabledReason });
       return () => doors.close();
     } },
@@ -235,7 +236,7 @@ async function openStore(config: Config, log: Logger): Promise<Store> {
   const store = await Store.open({
     dir: config.db, inMemory: config.memDb, chunkSize: config.chunkSize, logCacheBytes: config.logCacheSize,
     maxEventBytes: config.maxAppendSize, streamInfoCacheSize: config.streamInfoCacheSize, dbCacheBytes: config.dbCacheSize,
-    sharedReadBytes: config.sharedReadCacheSize, eventIdFilterBytes: config.eventIdFilterSize,
+    sharedReadBytes: config.sharedReadCacheSize, eventIdFilterBytes: config.eventIdFilterSize, deferIdFilterLoad: true,
     boundedReads: config.clusterSize > 1,
   });
   const t = store.truncation;

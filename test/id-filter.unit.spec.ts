@@ -41,6 +41,30 @@ describe('the filter of stored event ids', () => {
     expect(falsePositives / others.length).toBeLessThan(0.02); // 8M bits, 100k keys, 7 hashes: ~0.01%
   });
 
+  it('admits every key its thread read and every key added meanwhile, and counts them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
+    dirs.push(dir);
+    const rocks = await Rocks.open(dir, false);
+    const stored = Array.from({ length: 60_000 }, (_, i) => eventIdKey(i % 500, randomBytes(16)));
+    for (let i = 0; i < stored.length; i += 5000) rocks.writeDurable(stored.slice(i, i + 5000).map((k) => [k, Buffer.of(0)]));
+    const filter = new EventIdFilter(64 * 1024);
+    filter.load(rocks);
+    // Appends go on while the thread reads: keys added in slices until the load has ended.
+    const added: Buffer[] = [];
+    while (!filter.ready) {
+      for (let i = 0; i < 2000; i++) {
+        const key = eventIdKey(i, randomBytes(16));
+        filter.add(key);
+        added.push(key);
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    await rocks.close();
+    expect(filter.count).toBe(stored.length + added.length);
+    expect(stored.filter((k) => !filter.mightContain(k))).toEqual([]);
+    expect(added.filter((k) => !filter.mightContain(k))).toEqual([]);
+  });
+
   it('a retry is recognised after a restart, before and after the filter has read the stored ids', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
     dirs.push(dir);

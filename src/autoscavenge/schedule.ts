@@ -1,4 +1,5 @@
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { createRequire } from 'node:module';
+import type { CronExpression } from 'cron-parser';
 import { DomainError } from '../errors.js';
 
 // The cluster scavenge schedule: a five-field cron expression (minute hour day-of-month month
@@ -12,6 +13,13 @@ export class InvalidScheduleError extends DomainError {
 
 const FIELDS = 5;
 
+/**
+ * cron-parser (and luxon, which it loads) is read when a schedule is first checked, not by every
+ * start: most nodes run no auto-scavenge, and loading it took ~25 ms of each start.
+ */
+let parser: typeof import('cron-parser').CronExpressionParser | undefined;
+const cronParser = () => (parser ??= (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser);
+
 /** Checks a schedule; throws InvalidScheduleError with the parser's message when it is not one. */
 export function parseSchedule(schedule: string, currentDate?: Date): CronExpression {
   const fields = schedule.trim().split(/\s+/).filter(Boolean);
@@ -19,7 +27,7 @@ export function parseSchedule(schedule: string, currentDate?: Date): CronExpress
     throw new InvalidScheduleError(`Invalid CRON expression: expected 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}`);
   }
   try {
-    return CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', ...(currentDate ? { currentDate } : {}) });
+    return cronParser().parse(fields.join(' '), { tz: 'UTC', ...(currentDate ? { currentDate } : {}) });
   } catch (err) {
     throw new InvalidScheduleError(`Invalid CRON expression: ${(err as Error).message}`);
   }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
 import {
   OPTIONS, cliFlag, envVar, yamlKey,
   type Config, type OptionName, type OptionSpec,
@@ -98,6 +98,9 @@ function parseEnv(env: NodeJS.ProcessEnv): Layer {
   }
   return { source: 'environment', values, label: envVar };
 }
+
+/** The yaml package, read when a configuration file is (a start without one did not need its ~75 ms). */
+const parseYaml = (text: string): unknown => (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text);
 
 function parseYamlFile(path: string): Layer {
   let doc: unknown;

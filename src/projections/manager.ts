@@ -79,8 +79,11 @@ export class ProjectionManager {
     const registered = this.registered();
     // Each sandbox is made concurrently: one after another, each start waited while the projections
     // already running caught up on the same event loop (measured: 20 projections Running 6.7 s
-    // after the start of a node with a million events; together, most of that goes).
-    const starting: Promise<void>[] = [];
+    // after the start of a node with a million events; together, most of that goes). And none
+    // follows the log until all are prepared: a projection with much to catch up (the system
+    // projections after twenty others wrote their partitions) took the event loop and the cores
+    // from the sandboxes still being made.
+    const starting: Promise<Projection | undefined>[] = [];
     for (const [name, id] of registered) {
       const found = this.store.readEvent(projectionStream(name), -1);
       if (found.status !== 'ok' || !found.event.event) continue;
@@ -88,9 +91,9 @@ export class ProjectionManager {
       const projection = this.projection(persisted, id);
       this.projections.set(name, projection);
       if (persisted.faultedReason !== undefined) projection.restoreFault(persisted.faultedReason);
-      else if (persisted.enabled && this.mayRun(persisted)) starting.push(projection.start());
+      else if (persisted.enabled && this.mayRun(persisted)) starting.push(projection.prepare().then((ready) => (ready ? projection : undefined)));
     }
-    await Promise.all(starting);
+    for (const ready of await Promise.all(starting)) ready?.begin();
     for (const spec of SYSTEM_PROJECTIONS) {
       if (registered.has(spec.name)) continue;
       await this.createPersisted({

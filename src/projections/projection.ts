@@ -128,7 +128,16 @@ export class Projection {
 
   /** Loads the checkpoint, prepares the sandbox and starts following the log. */
   async start(): Promise<void> {
-    if (this.loop) return;
+    if (await this.prepare()) this.begin();
+  }
+
+  /**
+   * Loads the checkpoint and prepares the sandbox: true when the projection is ready to follow
+   * the log (begin), false when it faulted or stays as it completed. A start of many (the node's,
+   * ProjectionManager.start) prepares them all first and then begins them.
+   */
+  async prepare(): Promise<boolean> {
+    if (this.loop || this.runStatus === 'Preparing') return false;
     this.runStatus = 'Preparing';
     this.stateReason = '';
     this.fullDiskFault = false;
@@ -154,14 +163,24 @@ export class Projection {
       this.writer = this.newEmitWriter();
     } catch (err) {
       this.fault((err as Error).message, err);
-      return;
+      return false;
     }
     if (completed) {
       // A query that completed wrote its results and its last checkpoint: it stays as it ended.
       this.runStatus = 'Completed';
       this.release();
-      return;
+      return false;
     }
+    if (this.stopRequested) {
+      this.release(); // stopped while it was being prepared: its sandbox goes
+      return false;
+    }
+    return true;
+  }
+
+  /** Starts following the log, once prepared (unless it was stopped or faulted meanwhile). */
+  begin(): void {
+    if (this.loop || this.runStatus !== 'Preparing' || this.stopRequested || !this.engine) return;
     this.runStatus = 'Running';
     this.loop = this.run().catch((err) => this.fault(`The ${this.name} projection failed: ${(err as Error).message}`, err))
       .finally(() => { this.loop = undefined; });

@@ -88,7 +88,7 @@ export class HandleThread<Answer extends { id: number }, Waiter> {
 }
 
 /** The thread's compiled script (from the TypeScript sources, the built one next to dist/src). */
-function threadScript(name: string): URL | undefined {
+export function threadScript(name: string): URL | undefined {
   const here = new URL(`./${name}.js`, import.meta.url);
   if (existsSync(fileURLToPath(here))) return here;
   const built = join(packageRoot(), 'dist', 'src', 'store', `${name}.js`);

@@ -1,5 +1,7 @@
+import { Worker } from 'node:worker_threads';
 import type { Rocks } from './rocks.js';
 import { SPACE, spaceEnd } from './keys.js';
+import { threadScript } from './handle-thread.js';
 
 // An idempotency check reads the event-id key of the append's first event, and for a new id —
 // nearly every append — that read is a miss through the memtables and every level of RocksDB
@@ -10,6 +12,13 @@ import { SPACE, spaceEnd } from './keys.js';
 // until it has read the keys already stored, which a start does in the background (one scan of
 // the EVENT_ID key space, keys only); keys written from the start on are added as they are
 // written. Keys a scavenge removes stay in it (a false positive at worst).
+//
+// The stored keys are read on a thread of their own (id-filter-thread-main.ts, through the
+// store's open handle), which sets their bits in the filter's shared memory: on the event loop
+// that read was ~160 ms of a start at a million events, while the sandboxes were being made and
+// the doors opened. Both sides set bits with Atomics.or, so a bit the thread sets is never lost to
+// an append setting another bit of the same word. Where the thread cannot run (no built script),
+// the keys are read on the event loop as before.
 
 const HASHES = 7;
 
@@ -19,13 +28,15 @@ export class EventIdFilter {
   private loaded = false;
   private stopping = false;
   private loading: Promise<void> | undefined;
+  /** The thread reading the stored keys, while it runs. */
+  private thread: Worker | undefined;
   /** Keys added (an estimate of its fill: stored keys plus those written since the start). */
   count = 0;
 
   /** `bytes`: the filter's size, rounded down to a power of two (0: no filter, every check reads RocksDB). */
   constructor(bytes: number) {
     const words = bytes >= 8 ? 2 ** Math.floor(Math.log2(bytes / 4)) : 0;
-    this.bits = new Uint32Array(words);
+    this.bits = new Uint32Array(new SharedArrayBuffer(words * 4));
     this.mask = words * 32 - 1;
   }
 
@@ -38,29 +49,53 @@ export class EventIdFilter {
     return this.loaded;
   }
 
-  /** Reads the stored event-id keys in the background. */
+  /** Reads the stored event-id keys in the background (on a thread, when one can run). */
   load(rocks: Rocks): void {
-    if (!this.enabled) return;
-    this.loading = rocks.scanPages({ gte: Buffer.of(SPACE.EVENT_ID), lt: spaceEnd(SPACE.EVENT_ID) }, 4096, (keys) => {
-      for (const key of keys) this.add(key);
-      return !this.stopping;
-    }, false).then(() => { this.loaded = !this.stopping; });
+    if (!this.enabled || this.loading || this.stopping) return;
+    this.loading = this.loadOnThread(rocks.handle).then((loaded) => (loaded || this.stopping ? undefined : this.loadHere(rocks)))
+      .then(() => { this.loaded = !this.stopping; });
   }
 
   /** Stops a load still running (before the database closes). */
   async stop(): Promise<void> {
     this.stopping = true;
+    await this.thread?.terminate();
     await this.loading?.catch(() => {});
+  }
+
+  /** Whether the thread read every stored key (false: it could not run, or failed). */
+  private loadOnThread(handle: bigint): Promise<boolean> {
+    const script = threadScript('id-filter-thread-main');
+    if (!script) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const worker = new Worker(script, { workerData: { handle, bits: this.bits, gte: Buffer.of(SPACE.EVENT_ID), lt: spaceEnd(SPACE.EVENT_ID) } });
+      this.thread = worker;
+      worker.unref();
+      let done = false;
+      worker.once('message', (answer: { count: number } | { error: string }) => {
+        done = 'count' in answer;
+        if ('count' in answer) this.count += answer.count;
+        void worker.terminate();
+      });
+      worker.once('error', () => { /* exit follows */ });
+      worker.once('exit', () => {
+        this.thread = undefined;
+        resolve(done);
+      });
+    });
+  }
+
+  private loadHere(rocks: Rocks): Promise<void> {
+    return rocks.scanPages({ gte: Buffer.of(SPACE.EVENT_ID), lt: spaceEnd(SPACE.EVENT_ID) }, 4096, (keys) => {
+      for (const key of keys) this.add(key);
+      return !this.stopping;
+    }, false);
   }
 
   add(key: Buffer): void {
     if (!this.enabled) return;
     this.count++;
-    let [h1, h2] = hashes(key);
-    for (let i = 0; i < HASHES; i++, h1 = (h1 + h2) | 0) {
-      const bit = h1 & this.mask;
-      this.bits[bit >>> 5] |= 1 << (bit & 31);
-    }
+    setBits(this.bits, this.mask, key);
   }
 
   /** False: the key is certainly not stored. True: it may be (read it). */
@@ -72,6 +107,15 @@ export class EventIdFilter {
       if ((this.bits[bit >>> 5] & (1 << (bit & 31))) === 0) return false;
     }
     return true;
+  }
+}
+
+/** Sets the key's bits in `bits` (a filter's shared words; its thread sets them too). */
+export function setBits(bits: Uint32Array, mask: number, key: Buffer): void {
+  let [h1, h2] = hashes(key);
+  for (let i = 0; i < HASHES; i++, h1 = (h1 + h2) | 0) {
+    const bit = h1 & mask;
+    Atomics.or(bits, bit >>> 5, 1 << (bit & 31));
   }
 }
 

@@ -107,6 +107,11 @@ export interface StoreOptions {
   sharedReadBytes?: number;
   /** Bytes of the Bloom filter of stored event ids (id-filter.ts; 0: none). */
   eventIdFilterBytes?: number;
+  /**
+   * The filter reads the stored ids only when told (loadIdFilter), not as the store opens: a node
+   * starts it once it serves, so the read does not compete with its start for the two cores.
+   */
+  deferIdFilterLoad?: boolean;
 }
 
 const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -210,9 +215,14 @@ export class Store {
     });
     store.truncation = truncation;
     if (options.boundedReads) store.holdUncommittedTail();
-    store.idFilter.load(rocks);
+    if (!options.deferIdFilterLoad) store.loadIdFilter();
     store.warmTail(Math.min(options.logCacheBytes ?? DEFAULT_LOG_CACHE_BYTES, WARM_TAIL_BYTES * 2));
     return store;
+  }
+
+  /** Starts reading the stored event ids into the filter (once; see StoreOptions.deferIdFilterLoad). */
+  loadIdFilter(): void {
+    this.idFilter.load(this.rocks);
   }
 
   /**

@@ -198,6 +198,14 @@ export class Rocks {
     return { keys, values };
   }
 
+  /** The keys of a range, without their values (at most `range.limit`, or all). */
+  scanKeys(range: Range): Buffer[] {
+    const { rows } = this.db.querySync({ ...range, limit: range.limit ?? -1, values: false, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const keys: Buffer[] = [];
+    for (let i = 0; i < rows.length; i += 2) keys.push(rows[i]!);
+    return keys;
+  }
+
   getMany(keys: Buffer[]): (Buffer | undefined)[] {
     return keys.length === 0 ? [] : this.db._getManySync(keys, { valueEncoding: 'buffer' });
   }
