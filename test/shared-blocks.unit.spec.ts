@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ExpectedVersion, newUuid, Store, type EventRecord, type ProposedEvent } from '../src/store/index.js';
+import { eventNumberAt, ExpectedVersion, inDollarStream, newUuid, Store, type EventRecord, type ProposedEvent, type RecordSieve } from '../src/store/index.js';
 import { BLOCK_BYTES, type BlockReadAhead } from '../src/store/shared-blocks.js';
 import { Rocks } from '../src/store/rocks.js';
 import { metaKey, u64Value } from '../src/store/keys.js';
@@ -41,6 +41,50 @@ async function fill(store: Store, count: number): Promise<void> {
 }
 
 const view = (records: EventRecord[]) => records.map((r) => [r.position, r.streamId, r.eventNumber, r.data.toString('utf8')]);
+
+describe('a read with a sieve (the system projections: records decoded only when they may be indexed)', () => {
+  /** One stream in three is a system stream; events are numbered per stream. */
+  async function mixed(store: Store, count: number): Promise<void> {
+    for (let i = 0; i < count; i += 50) {
+      const stream = i % 150 === 0 ? `$sys-${i % 11}` : `s-${i % 13}`;
+      await store.append(stream, ExpectedVersion.any, Array.from({ length: 50 }, (_, j) => event(i + j)));
+    }
+  }
+  const firstsAndSomeOfUsers: RecordSieve = (buf, start) => eventNumberAt(buf, start) === 0 || (eventNumberAt(buf, start) % 7 === 3 && !inDollarStream(buf, start));
+  const wanted = (r: EventRecord) => r.eventNumber === 0 || (r.eventNumber % 7 === 3 && !r.streamId.startsWith('$'));
+
+  for (const [name, logCacheBytes] of [['from blocks and RocksDB', 0], ['from blocks and the log tail', 64 * 1024 * 1024]] as const) {
+    it(`keeps exactly what the sieve accepts, tells the bytes and the count of what it left out, ${name}`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-blocks-'));
+      dirs.push(dir);
+      const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024, logCacheBytes, sharedReadBytes: 64 * 1024 * 1024 });
+      stores.push(store);
+      await mixed(store, 3000); // ~3 MB: blocks, then the part of the log no block holds yet
+      const reader = {};
+      let position = 0;
+      let kept = 0;
+      for (;;) {
+        const plain = store.readAllForward(position, 333);
+        const sieved = store.readAllForward(position, 333, reader, false, firstsAndSomeOfUsers);
+        expect(view(sieved.records)).toEqual(view(plain.records.filter(wanted)));
+        expect(sieved.nextPosition).toBe(plain.nextPosition);
+        expect(sieved.isEnd).toBe(plain.isEnd);
+        // Every byte and every record of the page is either kept or told as left out.
+        const { gaps, sieved: refused } = sieved;
+        expect(gaps).toHaveLength(sieved.records.length + 1);
+        expect(refused).toHaveLength(sieved.records.length + 1);
+        const keptBytes = sieved.records.reduce((sum, r) => sum + r.size, 0);
+        expect(gaps!.reduce((a, b) => a + b, 0) + keptBytes).toBe(plain.nextPosition - position);
+        expect(refused!.reduce((a, b) => a + b, 0) + sieved.records.length).toBe(plain.records.length);
+        kept += sieved.records.length;
+        if (plain.isEnd) break;
+        position = plain.nextPosition;
+      }
+      expect(kept).toBeGreaterThan(100);
+      expect(kept).toBeLessThan(3000 / 3);
+    });
+  }
+});
 
 describe('shared log blocks', () => {
   it('a shared read answers what a plain read answers, from any position, across blocks and up to the head', async () => {

@@ -16,6 +16,8 @@ import type { SourceDefinition } from './language/source-definition.js';
  */
 export interface PreparedBatch {
   encoded: unknown; count: number; positions: number[]; nextPosition: number; caughtUp: boolean; unhandledBytes: number;
+  /** Records the engine's sieve left out undecoded (it counts them as processed: see Engine.sieve). */
+  sieved: number;
 }
 
 /** Where a batch ends at the latest (the projection's policy, see Projection.batchLimits). */
@@ -64,17 +66,19 @@ export class BatchReader {
   read(position: number, limits: BatchLimits): PreparedBatch {
     const size = this.engine.readBatchSize ?? READ_BATCH;
     const source = this.streamSource();
-    const page = source ? source.read(position, size) : this.store.readAllForward(position, size, this, this.skipsSystem);
+    const page = source ? source.read(position, size) : this.store.readAllForward(position, size, this, this.skipsSystem, this.engine.sieve);
     const { maxSelected, maxUnhandledBytes } = limits;
     const selected: Selected[] = [];
     const positions: number[] = [];
-    const gaps = page.gaps;
+    const { gaps, sieved: refused } = page;
     let unhandledBytes = 0;
+    let sieved = 0;
     let nextPosition = page.nextPosition;
     let cut = false;
     for (let i = 0; i < page.records.length; i++) {
       const record = page.records[i];
       if (gaps) unhandledBytes += gaps[i];
+      if (refused) sieved += refused[i];
       const s = this.select(record);
       if (s !== undefined) {
         selected.push(s);
@@ -88,8 +92,9 @@ export class BatchReader {
       }
     }
     if (gaps && !cut) unhandledBytes += gaps[page.records.length];
+    if (refused && !cut) sieved += refused[page.records.length];
     const encoded = selected.length > 0 ? this.engine.encode(selected) : undefined;
-    return { encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.isEnd, unhandledBytes };
+    return { encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.isEnd, unhandledBytes, sieved };
   }
 
   /** Whether the next batch from `position` may be read ahead now: not while slower readers still need the blocks it would push out. */

@@ -1,4 +1,4 @@
-import type { EventRecord } from '../store/index.js';
+import type { EventRecord, RecordSieve } from '../store/index.js';
 import { BatchEncoder, FULL_DELIVERY, type Delivery } from './wire.js';
 import type { EventUse } from './event-use.js';
 import {
@@ -17,6 +17,12 @@ export interface Engine {
   readonly disposed: boolean;
   /** Engines that read the log their own way (the system projections) choose their records here. */
   select?(record: EventRecord): Selected | undefined;
+  /**
+   * With select: a test of each record's stored bytes. The records it refuses are neither decoded
+   * nor selected, and count as processed: they are records the engine would have been handed and
+   * done nothing with.
+   */
+  readonly sieve?: RecordSieve;
   /** Records read per batch, when the engine wants other than the default. */
   readonly readBatchSize?: number;
   /** Events written with each checkpoint, in the same transaction. */

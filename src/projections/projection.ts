@@ -329,6 +329,7 @@ export class Projection {
         if (outcome.handled > 0) this.since.unhandledBytes = 0;
       }
       counters.bufferedEvents = next?.count ?? 0;
+      counters.eventsProcessedAfterRestart += batch.sieved; // (records the engine's sieve passed over undecoded)
       counters.position = batch.nextPosition;
       if (this.persisted.mode !== 'Continuous' && counters.position >= endAtStart) {
         await this.complete();

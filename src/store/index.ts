@@ -23,7 +23,7 @@ import { COMMIT_KEY, loadWriterCheckpoint, type StreamInfo, type WriterCheckpoin
 import { StreamInfos } from './stream-infos.js';
 import { CommitHorizon } from './commit-horizon.js';
 import type { ExpectedVersion } from './expected-version.js';
-import type { EventRecord } from './record.js';
+import type { EventRecord, RecordSieve } from './record.js';
 import { truncateOp, truncateToCheckpoint, type Truncation } from './truncate.js';
 import { writeBackup, type BackupOptions, type BackupResult } from './backup.js';
 
@@ -51,7 +51,9 @@ export { chunkName, encodeChunk, dropChunkEntry, type PhysicalChunk } from './ch
 export { SCAVENGE_POINTS_STREAM, SCAVENGE_POINT_EVENT_TYPE, EPOCHS_STREAM } from './system-streams.js';
 export type { ResolvedEvent, StreamPage, SingleEvent, AllPage } from './reader.js';
 export { originalOf, parseLinkTarget } from './reader.js';
-export { LINK_EVENT_TYPE, STORED, storedFormOf, type StoredRecord } from './record.js';
+export {
+  LINK_EVENT_TYPE, STORED, storedFormOf, eventNumberAt, inDollarStream, inSystemStream, metadataLengthAt, type RecordSieve, type StoredRecord,
+} from './record.js';
 export type { Commit } from './bus.js';
 export type { StreamInfo } from './stream-state.js';
 export {
@@ -378,10 +380,11 @@ export class Store {
 
   /**
    * `sharedBy`: a reader of much of the log in order (a projection), served from the blocks all
-   * such readers share; `skipSystem`: it leaves system streams out (see Reader.readAllForward).
+   * such readers share; `skipSystem`: it leaves system streams out (see Reader.readAllForward);
+   * `sieve`: records it refuses are left out undecoded.
    */
-  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false) {
-    return this.reader.readAllForward(position, count, sharedBy, skipSystem);
+  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false, sieve?: RecordSieve) {
+    return this.reader.readAllForward(position, count, sharedBy, skipSystem, sieve);
   }
 
   /** readAllForward of the whole log with what is not in the log tail read off the event loop (catch-up subscriptions). */

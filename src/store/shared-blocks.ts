@@ -1,4 +1,4 @@
-import { decodeRecord, inSystemStream, type EventRecord } from './record.js';
+import { decodeRecord, inSystemStream, type EventRecord, type RecordSieve } from './record.js';
 import type { LogSpaces } from './log-spaces.js';
 import type { ForwardRead, PackedRows } from './log-read-thread.js';
 
@@ -71,6 +71,8 @@ export interface SharedRead {
    * before records[i]), and after the last one (the last element).
    */
   gaps: number[] | undefined;
+  /** With a sieve: the records it left out just before each record, and after the last (the last element). */
+  sieved: number[] | undefined;
   /** Records covered, those left out included. */
   scanned: number;
   nextPosition: number;
@@ -121,15 +123,17 @@ export class SharedBlocks {
    * end of the durable log): fewer when the read reaches the block the log is still writing.
    * `reader` identifies a reader that reads on from here: the blocks ahead of it are kept for it.
    */
-  read(position: number, count: number, head: number, reader?: object, skipSystem = false): SharedRead {
+  read(position: number, count: number, head: number, reader?: object, skipSystem = false, sieve?: RecordSieve): SharedRead {
     const out: EventRecord[] = [];
-    const gaps: number[] | undefined = skipSystem ? [] : undefined;
-    const result: SharedRead = { records: out, gaps, scanned: 0, nextPosition: position };
+    const gaps: number[] | undefined = skipSystem || sieve ? [] : undefined;
+    const sieved: number[] | undefined = sieve ? [] : undefined;
+    const result: SharedRead = { records: out, gaps, sieved, scanned: 0, nextPosition: position };
     if (this.capacityBytes <= 0) return result;
     if (reader) this.register(reader, position, performance.now(), skipSystem);
     // The end of the last record handed out (or the start): a gap is what lies between two.
     let end = Math.max(0, position);
     let scanned = 0;
+    let left = 0;
     for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); scanned < count && (b + 1) * BLOCK_BYTES <= head; b++) {
       const block = this.block(b, skipSystem);
       let i = firstAtOrAfter(block.positions, result.nextPosition);
@@ -137,9 +141,17 @@ export class SharedBlocks {
       for (; i < positions.length && scanned < count; i++) {
         scanned++;
         result.nextPosition = positions[i] + offsets[i + 1] - offsets[i];
-        // A reader that skips system streams never decodes their records.
-        if (gaps && system[i] === 1) continue;
+        // A reader that skips system streams never decodes their records, nor one its sieve refuses.
+        if (skipSystem && system[i] === 1) continue;
+        if (sieve && !sieve(data, offsets[i])) {
+          left++;
+          continue;
+        }
         if (gaps) gaps.push(positions[i] - end);
+        if (sieved) {
+          sieved.push(left);
+          left = 0;
+        }
         end = result.nextPosition;
         out.push(decodeRecord(positions[i], data, offsets[i], offsets[i + 1]));
       }
@@ -147,6 +159,7 @@ export class SharedBlocks {
       // reaching into it); a block of user records may hold none, where only system records are.
       if (i === positions.length) result.nextPosition = Math.max(result.nextPosition, (b + 1) * BLOCK_BYTES);
     }
+    sieved?.push(left);
     gaps?.push(Math.max(0, result.nextPosition - end));
     result.scanned = scanned;
     this.counters.hits += scanned;
