@@ -98,6 +98,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   let control!: NodeControl;
   let doors!: Doors;
   let port = 0; // known once the node listens
+  // The node serves (its last step started): the projections prepared at the start follow the log from then on.
+  let nowServing!: () => void;
+  const serving = new Promise<void>((resolve) => { nowServing = resolve; });
 
   const services = new ServiceList(log);
   let closing: Promise<void> | undefined;
@@ -140,7 +143,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     } },
     { name: 'projections', start: async () => {
       projections = new ProjectionManager(store, childLogger(log, 'projections'), projectionOptions(config));
-      if (!clustered) await projections.start();
+      if (!clustered) await projections.start(serving);
       return () => projections.stop();
     } },
     { name: 'persistent subscriptions', start: async () => {
@@ -208,6 +211,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // Last, so that a shutdown first stops taking requests and lets those in flight finish.
     { name: 'requests', start: () => {
       store.loadIdFilter(); // (until it has read the stored ids, an append's id check reads RocksDB)
+      nowServing();
       logStarted({ log, url: urlOf(config, port, certificates), config, store, certificates, autoScavenge: coordinator.enabled, disabledReason });
       return () => doors.close();
     } },

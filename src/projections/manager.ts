@@ -69,8 +69,14 @@ export class ProjectionManager {
     return this.options;
   }
 
-  /** Restores every persisted projection (creating the system ones on a new database) and starts the enabled ones. */
-  async start(): Promise<void> {
+  /**
+   * Restores every persisted projection (creating the system ones on a new database) and starts
+   * the enabled ones. With `serving`, they are prepared now and follow the log once it resolves:
+   * a node's start hands the promise of its doors being open, so that a backlog to catch up (the
+   * system projections behind twenty others' checkpoints) does not hold up the doors and the first
+   * requests.
+   */
+  async start(serving?: Promise<void>): Promise<void> {
     this.stopping = false;
     this.unsubscribeSpace ??= this.store.space.subscribe((e) => this.spaceChanged(e), 'the projection manager');
     if (!this.store.streamInfo(REGISTRY_STREAM)) {
@@ -93,7 +99,10 @@ export class ProjectionManager {
       if (persisted.faultedReason !== undefined) projection.restoreFault(persisted.faultedReason);
       else if (persisted.enabled && this.mayRun(persisted)) starting.push(projection.prepare().then((ready) => (ready ? projection : undefined)));
     }
-    for (const ready of await Promise.all(starting)) ready?.begin();
+    const prepared = await Promise.all(starting);
+    const begin = () => { for (const ready of prepared) ready?.begin(); };
+    if (serving) void serving.then(begin);
+    else begin();
     for (const spec of SYSTEM_PROJECTIONS) {
       if (registered.has(spec.name)) continue;
       await this.createPersisted({
