@@ -27,6 +27,41 @@ function event(type = 'T', data: unknown = { n: 1 }, eventId = newUuid()): Propo
   return { eventId, eventType: type, isJson: true, data: Buffer.from(JSON.stringify(data)), metadata: Buffer.alloc(0) };
 }
 
+describe('stream informations read many at once (prefetch)', () => {
+  it('appends queued to thousands of streams, with a cache far smaller, decide on what each stream holds', async () => {
+    const store = await openStore(undefined, undefined, undefined, undefined, 100);
+    const names = Array.from({ length: 3000 }, (_, i) => `many-${i}`);
+    // Queued together: the writer takes them in batches and reads their streams' informations at once.
+    const first = await Promise.all(names.map((n) => store.append(n, ExpectedVersion.noStream, [event()])));
+    expect(first.map((r) => r.firstEventNumber)).toEqual(names.map(() => 0));
+    const second = await Promise.all(names.map((n, i) => (i % 3 === 0
+      ? store.append(n, ExpectedVersion.exact(0), [event(), event()])
+      : store.append(n, ExpectedVersion.noStream, [event()]).then(() => 'accepted', (err: Error) => err.constructor.name))));
+    names.forEach((_, i) => {
+      if (i % 3 === 0) expect(second[i]).toMatchObject({ firstEventNumber: 1, lastEventNumber: 2 });
+      else expect(second[i]).toBe(WrongExpectedVersionError.name);
+    });
+    const page = store.readStreamForward('many-2999', 0, 10);
+    if (page.status !== 'ok') throw new Error(page.status);
+    expect(page.events).toHaveLength(1);
+  });
+
+  it('what a prefetch brings into memory is what each stream holds, and a stream never written stays unknown', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    let store = await openStore(dir);
+    const names = Array.from({ length: 600 }, (_, i) => `pre-${i}`);
+    await Promise.all(names.map((n, i) => store.append(n, ExpectedVersion.any, Array.from({ length: 1 + (i % 3) }, () => event()))));
+    await store.close();
+    store = await openStore(dir, undefined, undefined, undefined, 2000); // nothing in memory yet; room for all
+    store.prefetchStreamInfos([...names, 'never-written-1', 'never-written-2']);
+    expect(store.streamInfoCache.cached).toBeGreaterThanOrEqual(names.length + 2);
+    expect(store.streamInfo('never-written-1')).toBeUndefined();
+    expect(names.map((n) => store.streamInfo(n)?.lastEventNumber)).toEqual(names.map((_, i) => i % 3));
+    const next = await store.append('pre-5', ExpectedVersion.exact(2), [event()]);
+    expect(next.firstEventNumber).toBe(3);
+  });
+});
+
 describe('names read back from the log', () => {
   it('every stream name and event type reads back exactly, ASCII or not, however many share a slot of the decoder\'s table', async () => {
     const store = await openStore(undefined, undefined, 0); // no log tail: every read decodes stored bytes

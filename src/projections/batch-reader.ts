@@ -1,4 +1,4 @@
-import type { EventRecord, Store } from '../store/index.js';
+import { LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type Store } from '../store/index.js';
 import type { Engine } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
 import { StreamSourceReader } from './stream-source.js';
@@ -67,6 +67,8 @@ export class BatchReader {
     const size = this.engine.readBatchSize ?? READ_BATCH;
     const source = this.streamSource();
     const page = source ? source.read(position, size) : this.store.readAllForward(position, size, this, this.skipsSystem, this.engine.sieve);
+    // A category's links are resolved one by one below: their streams' informations are read at once first.
+    if (source) this.store.prefetchStreamInfos(linkTargets(page.records));
     const { maxSelected, maxUnhandledBytes } = limits;
     const selected: Selected[] = [];
     const positions: number[] = [];
@@ -136,5 +138,14 @@ export class BatchReader {
   private select(record: EventRecord): Selected | undefined {
     if (this.engine.select) return this.engine.select(record);
     return selectEvent(this.definition, this.filter, this.store, record);
+  }
+}
+
+/** The streams the links among `records` point to. */
+function* linkTargets(records: readonly EventRecord[]): Generator<string> {
+  for (const r of records) {
+    if (r.eventType !== LINK_EVENT_TYPE) continue;
+    const target = parseLinkTarget(r.data);
+    if (target) yield target.streamId;
   }
 }

@@ -201,6 +201,8 @@ export class EmitWriter {
   private addCheckpoint(writes: WriteSet, tag: Record<string, unknown>, content: CheckpointContent, completed: boolean): void {
     const { name } = this.run;
     for (const p of content.newPartitions) writes.add(partitionsStream(name), event(EVENT.partition, p, false, tag));
+    // (up to thousands of partition streams, most of them not in the store's memory: read at once)
+    this.store.prefetchStreamInfos(Array.from(content.changed.keys(), (p) => partitionCheckpointStream(name, p)));
     for (const [p, v] of content.changed) {
       writes.addCheckpoint(partitionCheckpointStream(name, p), event(EVENT.partitionCheckpoint, encodeCheckpointBody(v), true, tag));
     }

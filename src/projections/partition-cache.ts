@@ -88,6 +88,7 @@ export class PartitionCache {
   /** The sandbox's lookup: the stored states of partitions it does not hold. */
   readonly lookup = (partitions: string[]): Record<string, StoredPartition> => {
     const out: Record<string, StoredPartition> = {};
+    this.store.prefetchStreamInfos(partitions.map((p) => partitionCheckpointStream(this.run.name, p)));
     for (const p of partitions) {
       const v = this.valueOf(p);
       out[p] = v ? [v.state, v.result] : null;

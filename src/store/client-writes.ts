@@ -60,6 +60,7 @@ export class ClientWrites implements BatchSource {
     // goes first) is written with its fsync.
     const deferred = isDeferred(queue[0]);
     const maxRecords = deferred ? MAX_RECORDS_PER_DEFERRED_BATCH : Infinity;
+    this.deps.streams.prefetch(streamsAhead(queue));
     while (queue.length > 0 && taken.length < MAX_OPS_PER_BATCH && builder.bytes < MAX_BYTES_PER_BATCH
       && builder.records.length < maxRecords) {
       const next = queue[0];
@@ -217,5 +218,14 @@ function eventCount(p: ClientPending): number {
       return n;
     }
     case 'delete': return 0;
+  }
+}
+
+/** The streams the client writes at the head of the queue write (those a batch may take): their informations are read at once. */
+function* streamsAhead(queue: readonly Pending[]): Generator<string> {
+  for (let i = 0; i < queue.length && i < MAX_OPS_PER_BATCH; i++) {
+    const p = queue[i];
+    if (!isClientWrite(p)) return;
+    yield* streamsOf(p);
   }
 }

@@ -349,6 +349,11 @@ export class Store {
     return this.reader.streamInfo(streamId);
   }
 
+  /** Brings the information of these streams into memory at once, where it is not (StreamInfos.prefetch). */
+  prefetchStreamInfos(streamIds: Iterable<string>): void {
+    this.streams.prefetch(streamIds);
+  }
+
   metadataOf(streamId: string) {
     return this.reader.metadataOf(streamId);
   }

@@ -23,6 +23,8 @@ interface Held {
 }
 
 export const DEFAULT_STREAM_INFO_CACHE = 100_000;
+/** Streams missing from memory for which prefetch reads them at once (fewer: left to `get`). */
+const PREFETCH_FROM = 3;
 
 export class StreamInfos {
   private young = new Map<string, StreamInfo | null>();
@@ -47,6 +49,27 @@ export class StreamInfos {
       this.remember(name, cached);
     }
     return cached ?? undefined;
+  }
+
+  /**
+   * Reads the information of every stream of `names` not in memory in one RocksDB call, and keeps
+   * it, as `get` would one by one: for a batch's streams or a checkpoint's partitions, where most
+   * are not in memory once there are more streams than the cache holds. A point read through the
+   * binding cost ~6-7 µs, a read of many ~2-3.5 µs a key (bench: 600,000 streams, 100,000 random
+   * reads); the twenty projections catching up at the scale bench's size spent 17.8 s of 115 in
+   * point reads, most of them of stream informations.
+   */
+  prefetch(names: Iterable<string>): void {
+    const missing = new Set<string>();
+    for (const name of names) if (!this.young.has(name) && !this.old.has(name)) missing.add(name);
+    if (missing.size < PREFETCH_FROM) return; // (one or two: `get` reads them as well)
+    // (no more than a generation holds: more would push out the first of them before they are used)
+    const wanted = [...missing].slice(0, this.generation);
+    const stored = this.rocks.getMany(wanted.map(streamKey));
+    for (let i = 0; i < wanted.length; i++) {
+      const bytes = stored[i];
+      this.remember(wanted[i], bytes ? decodeStreamInfo(bytes) : null);
+    }
   }
 
   /** A committed change: what RocksDB now holds for the stream. */
