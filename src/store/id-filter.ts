@@ -15,8 +15,8 @@ import { threadScript } from './handle-thread.js';
 //
 // The stored keys are read on a thread of their own (id-filter-thread-main.ts, through the
 // store's open handle), which sets their bits in the filter's shared memory: on the event loop
-// that read was ~160 ms of a start at a million events, while the sandboxes were being made and
-// the doors opened. Both sides set bits with Atomics.or, so a bit the thread sets is never lost to
+// that read was ~160 ms of a start at a million events, taken from the sandboxes being made and
+// the doors opening (a node now starts it once it serves: StoreOptions.deferIdFilterLoad). Both sides set bits with Atomics.or, so a bit the thread sets is never lost to
 // an append setting another bit of the same word. Where the thread cannot run (no built script),
 // the keys are read on the event loop as before.
 
@@ -53,7 +53,7 @@ export class EventIdFilter {
   load(rocks: Rocks): void {
     if (!this.enabled || this.loading || this.stopping) return;
     this.loading = this.loadOnThread(rocks.handle).then((loaded) => (loaded || this.stopping ? undefined : this.loadHere(rocks)))
-      .then(() => { this.loaded = !this.stopping; });
+      .then(() => { this.loaded = !this.stopping; }, () => { /* not loaded: every answer stays "maybe" (a read of RocksDB) */ });
   }
 
   /** Stops a load still running (before the database closes). */
