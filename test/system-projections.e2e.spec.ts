@@ -397,6 +397,16 @@ describe('system projections on a node started with them (run-projections All)',
     expect(median(trials.map((x) => x.streams)), summary).toBeLessThan(100);
   });
 
+  it('a record a system projection cannot index still counts as processed ($streams indexes first events only)', async () => {
+    const stream = `${word('later')}-1`;
+    await appendOk(t, stream, [newEvent('First', {})]);
+    await eventually(async () => expect((await datas(t, '$streams')).filter((d) => d === `0@${stream}`)).toHaveLength(1));
+    const before = await stats(t, '$streams');
+    await appendOk(t, stream, Array.from({ length: 5 }, () => newEvent('Later', {})));
+    // Five events that are not first ones: read over undecoded, and counted.
+    await eventually(async () => expect((await stats(t, '$streams')).eventsProcessedAfterRestart).toBeGreaterThanOrEqual(before.eventsProcessedAfterRestart + 5));
+  });
+
   it('they report statistics like any projection: processed events, position, checkpoint, progress', async () => {
     const cat = word('stat');
     const before = await stats(t, '$by_category');

@@ -181,7 +181,7 @@ export function streamPlaceOf(buf: Buffer, start: number): { streamId: string; e
   assert(buf[start] === VERSION, `unknown record version ${buf[start]}`);
   if ((buf[start + 1] & FLAG.TOMBSTONE) !== 0) return undefined;
   const streamStart = start + HEADER;
-  return { streamId: internUtf8(buf, streamStart, streamStart + buf.readUInt16BE(start + 34)), eventNumber: buf.readDoubleBE(start + 2) };
+  return { streamId: internUtf8(buf, streamStart, streamStart + buf.readUInt16BE(start + 34)), eventNumber: eventNumberAt(buf, start) };
 }
 
 /**
