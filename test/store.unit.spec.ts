@@ -62,6 +62,32 @@ describe('stream informations read many at once (prefetch)', () => {
   });
 });
 
+describe("a stream's index positions read without their keys (the scavenge's weighing)", () => {
+  it('gives the positions of the entries in the range, oldest first, as many as asked, from memory or from disk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    let store = await openStore(dir);
+    const written: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      // (another stream between them: the positions of one stream's entries are not contiguous)
+      const r = await store.append('weighed', ExpectedVersion.any, [event()]);
+      written.push(r.position);
+      await store.append('other', ExpectedVersion.any, [event()]);
+    }
+    const check = (s: Store) => {
+      expect(s.indexPositionsBetween('weighed', 0, 29, 100)).toEqual(written);
+      expect(s.indexPositionsBetween('weighed', 5, 9, 100)).toEqual(written.slice(5, 10));
+      expect(s.indexPositionsBetween('weighed', 5, 29, 3)).toEqual(written.slice(5, 8));
+      expect(s.indexPositionsBetween('weighed', 25, 40, 100)).toEqual(written.slice(25));
+      expect(s.indexPositionsBetween('weighed', 9, 5, 100)).toEqual([]);
+      expect(s.indexPositionsBetween('never-written', 0, 10, 100)).toEqual([]);
+    };
+    check(store);
+    await store.close();
+    store = await openStore(dir);
+    check(store);
+  });
+});
+
 describe('names read back from the log', () => {
   it('every stream name and event type reads back exactly, ASCII or not, however many share a slot of the decoder\'s table', async () => {
     const store = await openStore(undefined, undefined, 0); // no log tail: every read decodes stored bytes

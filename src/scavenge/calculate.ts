@@ -12,9 +12,10 @@ const STREAMS_PER_BATCH = 1000;
 const SLICE = 8192;
 const YIELD_EVERY = 32;
 /**
- * Ranges of fewer events than this are weighed by walking their index entries in one scan, without
- * first reading where the range's ends are (two point reads, 5-20 µs each; the entries cost ~1.7 µs
- * each, most of it the binding's Buffer per key and per value).
+ * Ranges of fewer events than this are weighed by one scan of their index entries' positions,
+ * without first reading where the range's ends are (two point reads, 5-20 µs each). The scan reads
+ * values only: the binding makes a Buffer per key and per value, and the event numbers are not
+ * needed to weigh (~1.0 µs an entry against ~1.8 with the keys).
  */
 const WALK_BELOW = 128;
 
@@ -101,7 +102,12 @@ function calculateStream(ctx: RunContext, name: string, data: StreamData, weight
  */
 function weigh(ctx: RunContext, name: string, from: number, to: number, weights: Map<number, number>): void {
   if (to < from) return;
-  const [first, last] = to - from < WALK_BELOW ? [] : ctx.store.indexPositions(name, [from, to]);
+  if (to - from < WALK_BELOW) {
+    // One scan of the range's positions (no event numbers needed: every entry weighs the same).
+    for (const position of ctx.store.indexPositionsBetween(name, from, to, to - from + 1)) addWeight(weights, chunkOf(ctx, position), 2);
+    return;
+  }
+  const [first, last] = ctx.store.indexPositions(name, [from, to]);
   if (first === undefined || last === undefined) {
     walk(ctx, name, from, to, (position) => {
       addWeight(weights, chunkOf(ctx, position), 2);

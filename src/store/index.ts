@@ -463,6 +463,13 @@ export class Store {
     return keys.map((k, i) => ({ eventNumber: readU64(k, 9), position: readU64(values[i], 0) }));
   }
 
+  /** The positions of the stream's index entries with event numbers in [from, to], oldest first, at most `limit`. */
+  indexPositionsBetween(streamId: string, from: number, to: number, limit: number): number[] {
+    const info = this.streams.get(streamId);
+    if (!info || to < from) return [];
+    return this.rocks.scanValues({ gte: indexKey(info.streamNumber, from), lte: indexKey(info.streamNumber, to), limit }).map((v) => readU64(v, 0));
+  }
+
   /** The positions of these events of the stream (undefined: not in the index). */
   indexPositions(streamId: string, eventNumbers: number[]): (number | undefined)[] {
     const info = this.streams.get(streamId);
