@@ -202,9 +202,11 @@ export class EmitWriter {
     const { name } = this.run;
     for (const p of content.newPartitions) writes.add(partitionsStream(name), event(EVENT.partition, p, false, tag));
     // (up to thousands of partition streams, most of them not in the store's memory: read at once)
-    this.store.prefetchStreamInfos(Array.from(content.changed.keys(), (p) => partitionCheckpointStream(name, p)));
-    for (const [p, v] of content.changed) {
-      writes.addCheckpoint(partitionCheckpointStream(name, p), event(EVENT.partitionCheckpoint, encodeCheckpointBody(v), true, tag));
+    const streams = Array.from(content.changed.keys(), (p) => partitionCheckpointStream(name, p));
+    this.store.prefetchStreamInfos(streams);
+    let i = 0;
+    for (const v of content.changed.values()) {
+      writes.addCheckpoint(streams[i++], event(EVENT.partitionCheckpoint, encodeCheckpointBody(v), true, tag));
     }
     const rootTag = completed ? { ...tag, $cp: true } : tag;
     writes.addCheckpoint(checkpointStream(name), event(EVENT.checkpoint, encodeCheckpointBody(content.root), true, rootTag));
