@@ -83,6 +83,38 @@ describe('a read with a sieve (the system projections: records decoded only when
       expect(kept).toBeGreaterThan(100);
       expect(kept).toBeLessThan(3000 / 3);
     });
+
+    it(`ends a long read after its \`keep\`-th accepted record, and the pages that follow go on from there, ${name}`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-blocks-'));
+      dirs.push(dir);
+      const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024, logCacheBytes, sharedReadBytes: 64 * 1024 * 1024 });
+      stores.push(store);
+      await mixed(store, 3000);
+      const all = store.readAllForward(0, 10_000);
+      expect(all.isEnd).toBe(true);
+      const reader = {};
+      const seen: EventRecord[] = [];
+      let position = 0;
+      let refusedTotal = 0;
+      let pages = 0;
+      for (;;) {
+        const page = store.readAllForward(position, 2000, reader, false, firstsAndSomeOfUsers, 7);
+        pages++;
+        expect(page.records.length).toBeLessThanOrEqual(7);
+        if (!page.isEnd) expect(page.records.length).toBe(7);
+        // A page that ended at its seventh record ends right after it.
+        if (page.records.length === 7) expect(page.nextPosition).toBe(page.records[6].position + page.records[6].size);
+        const keptBytes = page.records.reduce((sum, r) => sum + r.size, 0);
+        expect(page.gaps!.reduce((a, b) => a + b, 0) + keptBytes).toBe(page.nextPosition - position);
+        refusedTotal += page.sieved!.reduce((a, b) => a + b, 0);
+        seen.push(...page.records);
+        if (page.isEnd) break;
+        position = page.nextPosition;
+      }
+      expect(view(seen)).toEqual(view(all.records.filter(wanted)));
+      expect(refusedTotal + seen.length).toBe(all.records.length);
+      expect(pages).toBeGreaterThan(seen.length / 7);
+    });
   }
 });
 

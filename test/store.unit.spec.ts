@@ -245,6 +245,28 @@ describe('store', () => {
     expect(commits).toEqual([1, 2500, 1100]);
   });
 
+  it('a deferred-sync transaction marked ahead (a system projection\'s checkpoint) goes before the other deferred ones queued, after the appends', async () => {
+    const store = await openStore();
+    const commits: number[] = [];
+    store.bus.subscribe((c) => commits.push(c.records.length), 'the test');
+    const links = (n: number) => Array.from({ length: n }, (_, i) => event('Link', { i }));
+    // Queued in one turn, so the writer's first look sees them all: 600 + 600 + 600 events, then one ahead, then an append.
+    const plain = [1, 2, 3].map((i) => store.transact([{ streamId: `user-projection-${i}`, expected: ExpectedVersion.any, events: links(600) }], true));
+    const ahead = store.transact([{ streamId: '$streams', expected: ExpectedVersion.any, events: links(3) }], true, true);
+    const single = store.append('client', ExpectedVersion.any, [event('Placed')]);
+    const [p1, p2, p3] = (await Promise.all(plain)).map(([r]) => r.position);
+    const [[a]] = await Promise.all([ahead]);
+    const appended = await single;
+    expect(appended.position).toBeLessThan(a.position);
+    expect(a.position).toBeLessThan(p1);
+    expect(p1).toBeLessThan(p2);
+    expect(p2).toBeLessThan(p3);
+    // The append alone (synced), then the links ahead with the first 1,000 records' worth of the others.
+    expect(commits[0]).toBe(1);
+    expect(commits[1]).toBe(3 + 600 + 600);
+    expect(store.readAllForward(0, 10).records.slice(1, 4).map((r) => r.streamId)).toEqual(['$streams', '$streams', '$streams']);
+  });
+
   it('deferred-sync transactions are in the log after a restart, in order, with the appends around them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
     const store = await openStore(dir);

@@ -81,11 +81,14 @@ export class EmitWriter {
     return this.writing;
   }
 
-  /** Writes a prepared checkpoint as one transaction (`deferSync`: its fsync may wait for the next synced write). */
-  async write(prepared: PreparedWrite, deferSync = false): Promise<void> {
+  /**
+   * Writes a prepared checkpoint as one transaction (`deferSync`: its fsync may wait for the next
+   * synced write; `ahead`: before the other projections' checkpoints queued, see Store.transact).
+   */
+  async write(prepared: PreparedWrite, deferSync = false, ahead = false): Promise<void> {
     this.writing = prepared;
     try {
-      await this.store.transact(prepared.writes, deferSync);
+      await this.store.transact(prepared.writes, deferSync, ahead);
     } finally {
       this.writing = undefined;
     }

@@ -25,6 +25,8 @@ export interface Engine {
   readonly sieve?: RecordSieve;
   /** Records read per batch, when the engine wants other than the default. */
   readonly readBatchSize?: number;
+  /** Its checkpoints go before the other projections' in the writer's queue (the system projections' indexes). */
+  readonly checkpointsAhead?: boolean;
   /** Events written with each checkpoint, in the same transaction. */
   checkpointEvents?(tag: Record<string, unknown>): EmittedEvent[];
   /**

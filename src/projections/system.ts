@@ -146,6 +146,8 @@ export class NativeEngine implements Engine {
   readonly definition = NATIVE_DEFINITION;
   /** Native batches run on the event loop itself: keep each one short. */
   readonly readBatchSize = 250;
+  /** Every reader of `$streams`, `$ce-` and `$et-` streams reads what they index: they keep up first. */
+  readonly checkpointsAhead = true;
   disposed = false;
   readonly sieve: RecordSieve | undefined;
   private readonly index: Indexer;

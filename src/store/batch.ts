@@ -50,6 +50,11 @@ export function isDeferred(p: Pending): boolean {
   return p.kind === 'transaction' && p.deferSync;
 }
 
+/** A deferred-sync write that goes before the other deferred ones queued (a system projection's checkpoint: see Writer.transact). */
+export function isDeferredAhead(p: Pending): boolean {
+  return p.kind === 'transaction' && p.deferSync && p.ahead === true;
+}
+
 /** One batch a source built from the head of the queue. */
 export interface Batch {
   /**

@@ -35,7 +35,7 @@ export interface StreamWrite {
 export type ClientOperation =
   | { kind: 'append'; streamId: string; expected: ExpectedVersion; events: ProposedEvent[]; reserved?: true }
   | { kind: 'delete'; streamId: string; expected: ExpectedVersion; hard: boolean }
-  | { kind: 'transaction'; writes: StreamWrite[]; deferSync: boolean };
+  | { kind: 'transaction'; writes: StreamWrite[]; deferSync: boolean; ahead?: boolean };
 
 /** What the decisions read of the streams: the writer's view, the batch being built included. */
 export interface StreamView {

@@ -334,10 +334,11 @@ export class Store {
   /**
    * Appends to several streams in one atomic batch (all or nothing), durable when it resolves;
    * with `deferSync`, durable with the next synced write instead (for writers that redo their
-   * work after a crash: projection checkpoints).
+   * work after a crash: projection checkpoints); with `ahead` too, before the other deferred-sync
+   * transactions queued (the system projections' checkpoints: the indexes every reader reads).
    */
-  transact(writes: StreamWrite[], deferSync = false): Promise<AppendResult[]> {
-    return this.writer.transact(writes, deferSync);
+  transact(writes: StreamWrite[], deferSync = false, ahead = false): Promise<AppendResult[]> {
+    return this.writer.transact(writes, deferSync, ahead);
   }
 
   /** Soft delete (the stream can be written again) or hard delete (a permanent tombstone). */
@@ -386,10 +387,10 @@ export class Store {
   /**
    * `sharedBy`: a reader of much of the log in order (a projection), served from the blocks all
    * such readers share; `skipSystem`: it leaves system streams out (see Reader.readAllForward);
-   * `sieve`: records it refuses are left out undecoded.
+   * `sieve`: records it refuses are left out undecoded; `keep`: the page ends after this many it passed.
    */
-  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false, sieve?: RecordSieve) {
-    return this.reader.readAllForward(position, count, sharedBy, skipSystem, sieve);
+  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false, sieve?: RecordSieve, keep?: number) {
+    return this.reader.readAllForward(position, count, sharedBy, skipSystem, sieve, keep);
   }
 
   /** readAllForward of the whole log with what is not in the log tail read off the event loop (catch-up subscriptions). */

@@ -169,19 +169,22 @@ export class Reader {
    * completed blocks of the log come from the blocks shared by every such reader. `skipSystem`:
    * records of system streams are left out (most are never read: log-spaces.ts), their bytes told
    * in `gaps`, and the page may end at the head of the log past the last record returned.
+   * `sieve`: records it refuses are left out undecoded (told in `sieved`); `keep`: with a sieve,
+   * the page ends after this many records it passed.
    */
-  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false, sieve?: RecordSieve): AllPage {
+  readAllForward(position: number, count: number, sharedBy?: object, skipSystem = false, sieve?: RecordSieve, keep = Infinity): AllPage {
+    if (!sieve) keep = Infinity;
     if (sharedBy && this.blocks) {
       const readBefore = this.blocks.counters.reads;
-      const shared = this.blocks.read(position, count, this.visible.nextPosition, sharedBy, skipSystem, sieve);
+      const shared = this.blocks.read(position, count, this.visible.nextPosition, sharedBy, skipSystem, sieve, keep);
       // Rows read from RocksDB into blocks, and records handed out of blocks already in memory.
       const fresh = this.blocks.counters.reads - readBefore;
       this.counters.notCachedRecord += fresh;
       this.counters.cachedRecord += Math.max(0, shared.scanned - fresh);
       if (shared.nextPosition > position) {
         const { records, gaps, sieved } = shared;
-        if (shared.scanned >= count) return { records, nextPosition: shared.nextPosition, isEnd: false, gaps, sieved };
-        const rest = this.readAllForward(shared.nextPosition, count - shared.scanned, undefined, skipSystem, sieve);
+        if (shared.scanned >= count || records.length >= keep) return { records, nextPosition: shared.nextPosition, isEnd: false, gaps, sieved };
+        const rest = this.readAllForward(shared.nextPosition, count - shared.scanned, undefined, skipSystem, sieve, keep - records.length);
         records.push(...rest.records);
         // What was left out at the end of the shared read and at the start of the rest is one gap.
         joinLeftOut(gaps, rest.gaps);
@@ -208,7 +211,9 @@ export class Reader {
     const isEnd = records.length < count || nextPosition >= end;
     if (!skipSystem && !sieve) return { records, nextPosition, isEnd };
     if (skipSystem && isEnd) nextPosition = Math.max(nextPosition, end);
-    return { ...leftOut(records, position, nextPosition, skipSystem, sieve), nextPosition, isEnd };
+    const kept = leftOut(records, position, nextPosition, skipSystem, sieve, keep);
+    // Ended at its `keep`-th record: the page ends right after it.
+    return kept.endedAt === undefined ? { ...kept, nextPosition, isEnd } : { ...kept, nextPosition: kept.endedAt, isEnd: false };
   }
 
   /**
@@ -408,14 +413,19 @@ export function parseLinkTarget(data: Buffer): { eventNumber: number; streamId: 
  * (decoded already here: the log tail's, or read without blocks), with the log bytes left out
  * before each kept record and after the last up to `to`, and with a sieve how many it refused.
  */
-function leftOut(records: EventRecord[], from: number, to: number, skipSystem: boolean, sieve: RecordSieve | undefined):
-  { records: EventRecord[]; gaps: number[]; sieved: number[] | undefined } {
+function leftOut(records: EventRecord[], from: number, to: number, skipSystem: boolean, sieve: RecordSieve | undefined, keep = Infinity):
+  { records: EventRecord[]; gaps: number[]; sieved: number[] | undefined; endedAt?: number } {
   const kept: EventRecord[] = [];
   const gaps: number[] = [];
   const sieved: number[] | undefined = sieve ? [] : undefined;
   let end = Math.max(from, 0);
   let refused = 0;
   for (const r of records) {
+    if (kept.length >= keep) {
+      gaps.push(0);
+      sieved?.push(0);
+      return { records: kept, gaps, sieved, endedAt: end };
+    }
     if (skipSystem && isSystemRecordStream(r.streamId)) continue;
     if (sieve) {
       const stored = storedFormOf(r);

@@ -122,8 +122,9 @@ export class SharedBlocks {
    * Up to `count` records from `position` on, from the blocks that end at or below `head` (the
    * end of the durable log): fewer when the read reaches the block the log is still writing.
    * `reader` identifies a reader that reads on from here: the blocks ahead of it are kept for it.
+   * `keep`: the read ends after this many records kept (the sieve's passed; the rest are scanned).
    */
-  read(position: number, count: number, head: number, reader?: object, skipSystem = false, sieve?: RecordSieve): SharedRead {
+  read(position: number, count: number, head: number, reader?: object, skipSystem = false, sieve?: RecordSieve, keep = Infinity): SharedRead {
     const out: EventRecord[] = [];
     const gaps: number[] | undefined = skipSystem || sieve ? [] : undefined;
     const sieved: number[] | undefined = sieve ? [] : undefined;
@@ -134,11 +135,11 @@ export class SharedBlocks {
     let end = Math.max(0, position);
     let scanned = 0;
     let left = 0;
-    for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); scanned < count && (b + 1) * BLOCK_BYTES <= head; b++) {
+    for (let b = Math.floor(Math.max(0, position) / BLOCK_BYTES); scanned < count && out.length < keep && (b + 1) * BLOCK_BYTES <= head; b++) {
       const block = this.block(b, skipSystem);
       let i = firstAtOrAfter(block.positions, result.nextPosition);
       const { positions, offsets, data, system } = block;
-      for (; i < positions.length && scanned < count; i++) {
+      for (; i < positions.length && scanned < count && out.length < keep; i++) {
         scanned++;
         result.nextPosition = positions[i] + offsets[i + 1] - offsets[i];
         // A reader that skips system streams never decodes their records, nor one its sieve refuses.

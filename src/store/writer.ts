@@ -112,11 +112,12 @@ export class Writer {
    * Appends to several streams atomically: every write is applied, or none is. With `deferSync`
    * (projection checkpoints: a crash only makes the projection redo them) the write is made
    * without an fsync of its own; it is durable with the next synced write, since syncing the log
-   * makes everything before it durable, and the writer syncs on close.
+   * makes everything before it durable, and the writer syncs on close. With `ahead` too, it goes
+   * before the other deferred-sync transactions queued (see CommitPipeline.prioritise).
    */
-  transact(writes: StreamWrite[], deferSync = false): Promise<AppendResult[]> {
+  transact(writes: StreamWrite[], deferSync = false, ahead = false): Promise<AppendResult[]> {
     assert(writes.length > 0 && writes.every((w) => w.events.length > 0), 'a transaction writes at least one event to each stream');
-    return new Promise((resolve, reject) => this.pipeline.enqueue({ kind: 'transaction', writes, deferSync, resolve, reject }));
+    return new Promise((resolve, reject) => this.pipeline.enqueue({ kind: 'transaction', writes, deferSync, ahead: deferSync && ahead, resolve, reject }));
   }
 
   delete(streamId: string, expected: ExpectedVersion, hard: boolean): Promise<DeleteResult> {
