@@ -27,6 +27,33 @@ function event(type = 'T', data: unknown = { n: 1 }, eventId = newUuid()): Propo
   return { eventId, eventType: type, isJson: true, data: Buffer.from(JSON.stringify(data)), metadata: Buffer.alloc(0) };
 }
 
+describe('links resolved with their targets read at once (resolvingLinks)', () => {
+  it('resolves every link as one by one would: found, past the end, in a missing stream, truncated, not a link; nothing kept after', async () => {
+    // No log tail: every target is read from RocksDB.
+    const store = await openStore(undefined, undefined, 0);
+    for (let s = 0; s < 5; s++) await store.append(`target-${s}`, ExpectedVersion.any, [event('A', { s, i: 0 }), event('B', { s, i: 1 }), event('C', { s, i: 2 })]);
+    // target-4's first two events are truncated away ($tb 2).
+    await store.append('$$target-4', ExpectedVersion.any, [{ ...event('$metadata', { $tb: 2 }) }]);
+    const link = (data: string) => ({ eventId: newUuid(), eventType: '$>', isJson: false, data: Buffer.from(data), metadata: Buffer.alloc(0) });
+    const targets = ['0@target-0', '2@target-1', '1@target-3', '9@target-2', '0@missing', '0@target-4', '2@target-4', '1@target-0'];
+    await store.append('links', ExpectedVersion.any, [...targets.map(link), event('NotALink')]);
+    const page = store.readStreamForward('links', 0, 100);
+    if (page.status !== 'ok') throw new Error(page.status);
+    const records = page.events.map((e) => e.event!);
+    const view = (r: ReturnType<Store['resolveLink']>) => r.event ? `${r.event.eventNumber}@${r.event.streamId} ${r.event.data.toString('utf8')}` : 'unresolved';
+    const oneByOne = records.map((r) => view(store.resolveLink(r)));
+    const atOnce = store.resolvingLinks(records, () => records.map((r) => view(store.resolveLink(r))));
+    expect(atOnce).toEqual(oneByOne);
+    expect(oneByOne).toEqual([
+      '0@target-0 {"s":0,"i":0}', '2@target-1 {"s":1,"i":2}', '1@target-3 {"s":3,"i":1}', 'unresolved', 'unresolved',
+      'unresolved', '2@target-4 {"s":4,"i":2}', '1@target-0 {"s":0,"i":1}', 'unresolved',
+    ]);
+    // Nothing read ahead outlives the call: a read after it sees the store as it is.
+    await store.deleteStream('target-0', ExpectedVersion.any, true);
+    expect(view(store.resolveLink(records[0]))).toBe('unresolved');
+  });
+});
+
 describe('stream informations read many at once (prefetch)', () => {
   it('appends queued to thousands of streams, with a cache far smaller, decide on what each stream holds', async () => {
     const store = await openStore(undefined, undefined, undefined, undefined, 100);

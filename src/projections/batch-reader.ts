@@ -1,4 +1,4 @@
-import { LINK_EVENT_TYPE, parseLinkTarget, type EventRecord, type Store } from '../store/index.js';
+import { LINK_EVENT_TYPE, parseLinkTarget, type AllPage, type EventRecord, type Store } from '../store/index.js';
 import type { Engine } from './engine.js';
 import { selectEvent, type Selected } from './source.js';
 import { StreamSourceReader } from './stream-source.js';
@@ -88,8 +88,19 @@ export class BatchReader {
     const size = sieve ? grown(SIEVED_RECORDS_PER_WAITED_MS, SIEVED_GROWTH) : base;
     const keep = sieve ? grown(SIEVED_KEPT_PER_WAITED_MS, SIEVED_KEPT_GROWTH) : base;
     const page = source ? source.read(position, size) : this.store.readAllForward(position, size, this, this.skipsSystem, sieve, keep);
-    // A category's links are resolved one by one below: their streams' informations are read at once first.
+    // A category's links are resolved one by one (select): their streams' informations, then the
+    // records they point to, are read at once first.
     if (source) this.store.prefetchStreamInfos(linkTargets(page.records));
+    const { selected, positions, nextPosition, cut, unhandledBytes, sieved } = source
+      ? this.store.resolvingLinks(page.records, () => this.keep(page, limits))
+      : this.keep(page, limits);
+    const encoded = selected.length > 0 ? this.engine.encode(selected) : undefined;
+    return { encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.isEnd, unhandledBytes, sieved };
+  }
+
+  /** What a batch keeps of `page`: the events the query selects, up to where the batch ends (limits). */
+  private keep(page: AllPage, limits: BatchLimits):
+    { selected: Selected[]; positions: number[]; nextPosition: number; cut: boolean; unhandledBytes: number; sieved: number } {
     const { maxSelected, maxUnhandledBytes } = limits;
     const selected: Selected[] = [];
     const positions: number[] = [];
@@ -116,8 +127,7 @@ export class BatchReader {
     }
     if (gaps && !cut) unhandledBytes += gaps[page.records.length];
     if (refused && !cut) sieved += refused[page.records.length];
-    const encoded = selected.length > 0 ? this.engine.encode(selected) : undefined;
-    return { encoded, count: selected.length, positions, nextPosition, caughtUp: !cut && page.isEnd, unhandledBytes, sieved };
+    return { selected, positions, nextPosition, cut, unhandledBytes, sieved };
   }
 
   /** Whether the next batch from `position` may be read ahead now: not while slower readers still need the blocks it would push out. */

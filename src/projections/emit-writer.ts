@@ -207,6 +207,10 @@ export class EmitWriter {
     // (up to thousands of partition streams, most of them not in the store's memory: read at once)
     const streams = Array.from(content.changed.keys(), (p) => partitionCheckpointStream(name, p));
     this.store.prefetchStreamInfos(streams);
+    // A new one gets its metadata with its first checkpoint (WriteSet.addCheckpoint): its metastream
+    // is read too, here and by the writer's decision. (One by one, these cost a catch-up of twenty
+    // partitioned projections 8.6 s of the event loop's 190 in point reads.)
+    this.store.prefetchStreamInfos(metastreamsOfNew(this.store, streams));
     let i = 0;
     for (const v of content.changed.values()) {
       writes.addCheckpoint(streams[i++], event(EVENT.partitionCheckpoint, encodeCheckpointBody(v), true, tag));
@@ -247,4 +251,9 @@ export class EmitWriter {
     if (this.ownedStreams.size > OWNED_STREAMS_CACHE) this.ownedStreams.delete(this.ownedStreams.keys().next().value!);
     return firstWrite;
   }
+}
+
+/** The metastreams of those of `streams` that do not exist. */
+function* metastreamsOfNew(store: Store, streams: readonly string[]): Generator<string> {
+  for (const s of streams) if (!store.streamInfo(s)) yield metastreamOf(s);
 }

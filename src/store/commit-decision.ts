@@ -108,6 +108,13 @@ export interface StreamState {
   hasMetastream: boolean;
 }
 
+/** The streams whose informations streamStateOf reads for `streamId` (for reading them at once beforehand). */
+export function* streamsReadFor(streamId: string): Generator<string> {
+  yield streamId;
+  yield metastreamOf(streamId);
+  if (isMetastream(streamId)) yield originalStreamOf(streamId);
+}
+
 export function streamStateOf(view: StreamView, streamId: string): StreamState {
   const info = view.info(streamId);
   // A hard-deleted stream's metadata stream is gone with it.

@@ -412,6 +412,11 @@ export class Store {
     return this.reader.isVisible(record);
   }
 
+  /** Runs `resolve` with the records `links` point to read beforehand, at once (Reader.resolvingLinks). */
+  resolvingLinks<T>(links: readonly import('./record.js').EventRecord[], resolve: () => T): T {
+    return this.reader.resolvingLinks(links, resolve);
+  }
+
   resolveLink(record: import('./record.js').EventRecord) {
     return this.reader.resolveLink(record);
   }

@@ -65,6 +65,8 @@ export interface ReadCounters {
 export class Reader {
   private readonly metadataCache = new Map<string, StreamMetadata>();
   private metadataCacheBytes = 0;
+  /** While resolvingLinks runs: the link targets' records read at once, by `${streamNumber}:${eventNumber}`. */
+  private readAhead: Map<string, EventRecord> | undefined;
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, offLoopRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly spaces: LogSpaces, private readonly streams: StreamInfos,
@@ -334,6 +336,8 @@ export class Reader {
       this.counters.cachedRecord++;
       return cachedEvent[0];
     }
+    const ahead = this.readAhead?.get(`${info.streamNumber}:${eventNumber}`);
+    if (ahead) return ahead;
     const pos = this.rocks.get(indexKey(info.streamNumber, eventNumber));
     if (!pos) return undefined;
     const position = readU64(pos, 0);
@@ -387,6 +391,51 @@ export class Reader {
       else out.push({ event: record });
     }
     return out;
+  }
+
+  /**
+   * Runs `resolve` (which resolves links among `links`, one by one, through resolveLink) with the
+   * records they point to read beforehand in two RocksDB calls, their index entries and then the
+   * records, instead of two point reads a link (~6-7 µs each against ~2-3.5 µs a key read at once).
+   * A category query catching up resolves every link of its page: five of the scale bench's twenty
+   * spent 8 s of the event loop's 165 in those point reads. Nothing is written meanwhile (the
+   * call is synchronous), and nothing read ahead is kept after it.
+   */
+  resolvingLinks<T>(links: readonly EventRecord[], resolve: () => T): T {
+    const wanted: { key: string; index: Buffer; streamId: string }[] = [];
+    for (const link of links) {
+      if (link.eventType !== LINK_EVENT_TYPE) continue;
+      const target = parseLinkTarget(link.data);
+      const info = target && this.streams.visible(target.streamId);
+      if (!target || !info || target.eventNumber > info.lastEventNumber) continue;
+      if (this.tail.streamEvents(target.streamId, target.eventNumber, target.eventNumber)) continue; // in memory
+      wanted.push({ key: `${info.streamNumber}:${target.eventNumber}`, index: indexKey(info.streamNumber, target.eventNumber), streamId: target.streamId });
+    }
+    if (wanted.length < 3) return resolve();
+    const ahead = new Map<string, EventRecord>();
+    const positions = this.rocks.getMany(wanted.map((w) => w.index));
+    const found: { key: string; position: number; streamId: string }[] = [];
+    for (let i = 0; i < wanted.length; i++) {
+      const pos = positions[i];
+      if (!pos) continue;
+      const position = readU64(pos, 0);
+      const cached = this.tail.get(position);
+      if (cached) ahead.set(wanted[i].key, cached);
+      else found.push({ key: wanted[i].key, position, streamId: wanted[i].streamId });
+    }
+    const stored = this.rocks.getMany(found.map((f) => this.spaces.key(f.position, f.streamId)));
+    for (let i = 0; i < found.length; i++) {
+      const bytes = stored[i];
+      if (!bytes) continue; // removed by a scavenge since the index was read: resolveLink finds it gone too
+      this.counters.notCachedRecord++;
+      ahead.set(found[i].key, decodeRecord(found[i].position, bytes));
+    }
+    this.readAhead = ahead;
+    try {
+      return resolve();
+    } finally {
+      this.readAhead = undefined;
+    }
   }
 
   resolveLink(link: EventRecord): ResolvedEvent {
