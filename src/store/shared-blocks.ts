@@ -118,6 +118,12 @@ export class SharedBlocks {
     return this.landing.get(blockKey(b, skipSystem)) ?? this.landing.get(blockKey(b + 1, skipSystem));
   }
 
+  /** Whether the block holding `position` is in memory, or on its way from the log-read thread. */
+  holds(position: number, skipSystem = false): boolean {
+    const key = blockKey(Math.floor(Math.max(0, position) / BLOCK_BYTES), skipSystem);
+    return this.blocks.has(key) || this.landing.has(key);
+  }
+
   /**
    * Up to `count` records from `position` on, from the blocks that end at or below `head` (the
    * end of the durable log): fewer when the read reaches the block the log is still writing.
