@@ -41,9 +41,19 @@ describe('links resolved with their targets read at once (resolvingLinks)', () =
     if (page.status !== 'ok') throw new Error(page.status);
     const records = page.events.map((e) => e.event!);
     const view = (r: ReturnType<Store['resolveLink']>) => r.event ? `${r.event.eventNumber}@${r.event.streamId} ${r.event.data.toString('utf8')}` : 'unresolved';
+    // The read counters (/stats readIndex) count the same records read either way, when they are used.
+    const counted = () => ({ ...store.readCounters });
+    records.forEach((r) => store.resolveLink(r)); // (the metadata read once, then cached, for both ways below)
+    const before = counted();
     const oneByOne = records.map((r) => view(store.resolveLink(r)));
+    const between = counted();
     const atOnce = store.resolvingLinks(records, () => records.map((r) => view(store.resolveLink(r))));
+    const after = counted();
     expect(atOnce).toEqual(oneByOne);
+    expect(after.notCachedRecord - between.notCachedRecord).toBe(between.notCachedRecord - before.notCachedRecord);
+    expect(after.cachedRecord - between.cachedRecord).toBe(between.cachedRecord - before.cachedRecord);
+    expect(store.resolvingLinks(records, () => 0)).toBe(0);
+    expect(counted().notCachedRecord).toBe(after.notCachedRecord); // read ahead but not used: not counted
     expect(oneByOne).toEqual([
       '0@target-0 {"s":0,"i":0}', '2@target-1 {"s":1,"i":2}', '1@target-3 {"s":3,"i":1}', 'unresolved', 'unresolved',
       'unresolved', '2@target-4 {"s":4,"i":2}', '1@target-0 {"s":0,"i":1}', 'unresolved',

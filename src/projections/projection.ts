@@ -218,6 +218,7 @@ export class Projection {
     this.writer = undefined;
     this.since = sinceCheckpoint();
     this.partitionsTouched = 0;
+    this.emitsPerCheckpoint = MAX_EMITS_PER_CHECKPOINT;
   }
 
   private newPartitionCache(): PartitionCache {

@@ -224,9 +224,9 @@ function eventCount(p: ClientPending): number {
 /**
  * The streams of the client writes at the head of the queue that this batch may take (take's own
  * limits: the same durability, no large operation, up to `maxRecords` events): the informations
- * their decisions read (their metastreams' too) are read at once. Looking further cost twenty projections catching up 10.8 s of the event loop's
- * 190 in the prefetch alone: ~15 checkpoints of ~1,000 streams each waited, and each batch of
- * deferred-sync writes took about one of them.
+ * their decisions read (their metastreams' too) are read at once. Looking further cost twenty
+ * projections catching up 10.8 s of the event loop's 190 in the prefetch alone: ~15 checkpoints
+ * of ~1,000 streams each waited, and each batch of deferred-sync writes took about one of them.
  */
 function* streamsAhead(queue: readonly Pending[], deferred: boolean, maxRecords: number): Generator<string> {
   let events = 0;

@@ -65,8 +65,11 @@ export interface ReadCounters {
 export class Reader {
   private readonly metadataCache = new Map<string, StreamMetadata>();
   private metadataCacheBytes = 0;
-  /** While resolvingLinks runs: the link targets' records read at once, by `${streamNumber}:${eventNumber}`. */
-  private readAhead: Map<string, EventRecord> | undefined;
+  /**
+   * While resolvingLinks runs: the link targets' records read at once, by `${streamNumber}:${eventNumber}`
+   * (`cached`: found in the log tail), counted as read when used.
+   */
+  private readAhead: Map<string, { record: EventRecord; cached: boolean }> | undefined;
   readonly counters: ReadCounters = { cachedRecord: 0, notCachedRecord: 0, offLoopRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0 };
 
   constructor(private readonly rocks: Rocks, private readonly spaces: LogSpaces, private readonly streams: StreamInfos,
@@ -342,7 +345,11 @@ export class Reader {
       return cachedEvent[0];
     }
     const ahead = this.readAhead?.get(`${info.streamNumber}:${eventNumber}`);
-    if (ahead) return ahead;
+    if (ahead) {
+      if (ahead.cached) this.counters.cachedRecord++;
+      else this.counters.notCachedRecord++;
+      return ahead.record;
+    }
     const pos = this.rocks.get(indexKey(info.streamNumber, eventNumber));
     if (!pos) return undefined;
     const position = readU64(pos, 0);
@@ -417,7 +424,7 @@ export class Reader {
       wanted.push({ key: `${info.streamNumber}:${target.eventNumber}`, index: indexKey(info.streamNumber, target.eventNumber), streamId: target.streamId });
     }
     if (wanted.length < 3) return resolve();
-    const ahead = new Map<string, EventRecord>();
+    const ahead = new Map<string, { record: EventRecord; cached: boolean }>();
     const positions = this.rocks.getMany(wanted.map((w) => w.index));
     const found: { key: string; position: number; streamId: string }[] = [];
     for (let i = 0; i < wanted.length; i++) {
@@ -425,15 +432,14 @@ export class Reader {
       if (!pos) continue;
       const position = readU64(pos, 0);
       const cached = this.tail.get(position);
-      if (cached) ahead.set(wanted[i].key, cached);
+      if (cached) ahead.set(wanted[i].key, { record: cached, cached: true });
       else found.push({ key: wanted[i].key, position, streamId: wanted[i].streamId });
     }
     const stored = this.rocks.getMany(found.map((f) => this.spaces.key(f.position, f.streamId)));
     for (let i = 0; i < found.length; i++) {
       const bytes = stored[i];
       if (!bytes) continue; // removed by a scavenge since the index was read: resolveLink finds it gone too
-      this.counters.notCachedRecord++;
-      ahead.set(found[i].key, decodeRecord(found[i].position, bytes));
+      ahead.set(found[i].key, { record: decodeRecord(found[i].position, bytes), cached: false });
     }
     this.readAhead = ahead;
     try {
