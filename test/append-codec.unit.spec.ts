@@ -1,6 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeAppendReq, decodeBatchAppendReq, type WireProposed } from '../src/api/grpc/append-codec.js';
+import {
+  decodeAppendReq, decodeBatchAppendReq, encodeAppendSuccess, encodeBatchAppendSuccess, type WireProposed,
+} from '../src/api/grpc/append-codec.js';
 import { decodeMessage, protoRoot } from '../src/api/grpc/codecs.js';
 import { parseUuid } from '../src/store/index.js';
 
@@ -199,6 +201,59 @@ describe('Append and BatchAppend requests decoded by hand', () => {
     const decoded = decodeAppendReq(bytes).proposed_message!;
     expect(decoded.data.buffer).toBe(bytes.buffer);
     expect(decoded.customMetadata.buffer).toBe(bytes.buffer);
+  });
+});
+
+describe('the answers of a successful append encoded by hand', () => {
+  // Revisions and positions at every varint length, up to the largest a JS number holds exactly.
+  const numbers = [0, 1, 127, 128, 16_383, 16_384, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32 + 5, 2 ** 40 + 3, Number.MAX_SAFE_INTEGER];
+
+  /** The success message the door made with protobufjs before: revision or no_stream, position or no_position. */
+  function success(revision: number, position: number | undefined): Record<string, unknown> {
+    return {
+      ...(revision >= 0 ? { current_revision: String(revision) } : { no_stream: {} }),
+      ...(position !== undefined ? { position: { commit_position: String(position), prepare_position: String(position) } } : { no_position: {} }),
+    };
+  }
+
+  it('AppendResp: protobufjs reads what it would have written, for every revision and position', () => {
+    for (const revision of [-1, ...numbers]) {
+      for (const position of [undefined, ...numbers]) {
+        const bytes = encodeAppendSuccess({ revision, position });
+        const before = encode('event_store.client.streams.AppendResp', { success: success(revision, position) });
+        expect(decodeMessage('event_store.client.streams.AppendResp', bytes)).toEqual(decodeMessage('event_store.client.streams.AppendResp', before));
+        expect(bytes).toEqual(before);
+      }
+    }
+  });
+
+  it('BatchAppendResp: the correlation id as sent (either form), the success and the stream, as protobufjs reads them', () => {
+    const uuid = 'event_store.client.UUID';
+    const correlations = [
+      { string: randomUUID() },
+      { structured: { most_significant_bits: '-4611686018427387904', least_significant_bits: '81985529216486895' } },
+    ];
+    for (const correlation of correlations) {
+      for (const name of ['orders-1', 'ünïcödé-stream', 'x'.repeat(300)]) {
+        for (const [revision, position] of [[-1, undefined], [0, 0], [41, 2 ** 32 + 7], [Number.MAX_SAFE_INTEGER, 128]] as const) {
+          const bytes = encodeBatchAppendSuccess(encode(uuid, correlation), name, { revision, position });
+          const before = encode('event_store.client.streams.BatchAppendResp', {
+            correlation_id: correlation, success: success(revision, position), stream_identifier: { stream_name: Buffer.from(name) },
+          });
+          expect(decodeMessage('event_store.client.streams.BatchAppendResp', bytes)).toEqual(decodeMessage('event_store.client.streams.BatchAppendResp', before));
+          expect(bytes).toEqual(before);
+        }
+      }
+    }
+  });
+
+  it('a BatchAppendReq keeps its correlation id as sent, a copy of it', () => {
+    const correlation = encode('event_store.client.UUID', { string: randomUUID() });
+    const bytes = withLength(0x0a, correlation);
+    const decoded = decodeBatchAppendReq(bytes);
+    expect(decoded.correlation_bytes).toEqual(correlation);
+    bytes.fill(0); // the request's buffer used again: the answer still echoes what was sent
+    expect(decoded.correlation_bytes).toEqual(correlation);
   });
 });
 

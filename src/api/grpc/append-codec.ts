@@ -11,6 +11,10 @@ import { protoRoot, TO_OBJECT } from './codecs.js';
 // unread), and views of its data and custom metadata. Options and correlation ids (one per
 // append, not per event) are still decoded by protobufjs from the same .proto files.
 //
+// The answer of a successful append (AppendResp and BatchAppendResp `success`) is encoded by hand
+// too: protobufjs made a message object per level and a Long per uint64 from the decimal strings,
+// ~7 µs of a 1-event Append's ~110 µs of node CPU.
+//
 // The wire rules are protobuf's: fields in any order; a field given twice, the last wins (a map
 // entry: the last with its key; a missing key or value is ""); unknown fields skipped, groups
 // included. A field of the wrong wire type, a length past the message's end or a varint past 10
@@ -36,6 +40,8 @@ export interface WireAppendReq {
 /** BatchAppendReq. */
 export interface WireBatchAppendReq {
   correlation_id?: Record<string, unknown>;
+  /** The correlation id's message as sent (a copy), echoed in the answer. */
+  correlation_bytes?: Buffer;
   options?: Record<string, unknown>;
   proposed_messages: WireProposed[];
   is_final: boolean;
@@ -304,10 +310,80 @@ export function decodeBatchAppendReq(buf: Buffer): WireBatchAppendReq {
     } else if (field >= 1 && field <= 3) {
       const s = w.len(type, 'BatchAppendReq', field);
       const e = w.spanEnd;
-      if (field === 1) out.correlation_id = viaProtobufjs(typesOf().uuid, buf, s, e);
+      if (field === 1) {
+        out.correlation_id = viaProtobufjs(typesOf().uuid, buf, s, e);
+        out.correlation_bytes = Buffer.from(buf.subarray(s, e));
+      }
       else if (field === 2) out.options = viaProtobufjs(typesOf().batchOptions, buf, s, e);
       else out.proposed_messages.push(proposedAt(buf, s, e));
     } else w.skip(field, type);
   }
   return out;
+}
+
+/** What a successful append answers: the stream's revision after it (-1: none) and its last event's position (undefined: nothing written). */
+export interface AppendSuccess {
+  revision: number;
+  position: number | undefined;
+}
+
+/** AppendResp { success }. */
+export function encodeAppendSuccess(result: AppendSuccess): Buffer {
+  const success = successSize(result);
+  const out = Buffer.allocUnsafe(1 + varintSize(success) + success);
+  putSuccess(out, putVarint(out, putTag(out, 0, 1), success), result);
+  return out;
+}
+
+/** BatchAppendResp { correlation_id (as sent), success, stream_identifier { stream_name } }. */
+export function encodeBatchAppendSuccess(correlation: Buffer, streamName: string, result: AppendSuccess): Buffer {
+  const success = successSize(result);
+  const name = Buffer.byteLength(streamName, 'utf8');
+  const identifier = 1 + varintSize(name) + name;
+  const out = Buffer.allocUnsafe(1 + varintSize(correlation.length) + correlation.length
+    + 1 + varintSize(success) + success + 1 + varintSize(identifier) + identifier);
+  let at = putVarint(out, putTag(out, 0, 1), correlation.length);
+  at += correlation.copy(out, at);
+  at = putSuccess(out, putVarint(out, putTag(out, at, 3), success), result);
+  at = putVarint(out, putTag(out, putVarint(out, putTag(out, at, 4), identifier), 3), name); // StreamIdentifier.stream_name is field 3
+  out.write(streamName, at, name, 'utf8');
+  return out;
+}
+
+/** Success { current_revision | no_stream, position { commit, prepare } | no_position }: the same fields in both messages. */
+function successSize({ revision, position }: AppendSuccess): number {
+  const positionBytes = position === undefined ? 0 : 2 + 2 * varintSize(position);
+  return (revision >= 0 ? 1 + varintSize(revision) : 2) + (position === undefined ? 2 : 2 + positionBytes);
+}
+
+function putSuccess(out: Buffer, at: number, { revision, position }: AppendSuccess): number {
+  if (revision >= 0) at = putVarint(out, putField(out, at, 1, VARINT), revision);
+  else at = putVarint(out, putTag(out, at, 2), 0); // no_stream: an empty message
+  if (position === undefined) return putVarint(out, putTag(out, at, 4), 0); // no_position
+  at = putVarint(out, putTag(out, at, 3), 2 + 2 * varintSize(position));
+  at = putVarint(out, putField(out, at, 1, VARINT), position);
+  return putVarint(out, putField(out, at, 2, VARINT), position);
+}
+
+/** A length-delimited field's tag (fields 1-15: one byte). */
+function putTag(out: Buffer, at: number, field: number): number {
+  return putField(out, at, field, LEN);
+}
+
+function putField(out: Buffer, at: number, field: number, type: number): number {
+  out[at] = (field << 3) | type;
+  return at + 1;
+}
+
+/** Bytes of a varint of a non-negative integer up to 2^53 (no 32-bit operators: positions pass 2^32). */
+function varintSize(n: number): number {
+  let size = 1;
+  for (; n >= 128; size++) n = Math.floor(n / 128);
+  return size;
+}
+
+function putVarint(out: Buffer, at: number, n: number): number {
+  for (; n >= 128; n = Math.floor(n / 128)) out[at++] = (n % 128) | 128;
+  out[at] = n;
+  return at + 1;
 }

@@ -23,6 +23,11 @@ export interface MethodDefinition {
   readonly responseSerialize: (value: unknown) => Buffer;
 }
 
+/** A response message already encoded (a hand encoder's, append-codec.ts): written as it is. */
+export class Encoded {
+  constructor(readonly bytes: Buffer) {}
+}
+
 /** What a handler knows of its call. */
 export interface CallContext {
   readonly metadata: IncomingHttpHeaders;
@@ -84,6 +89,7 @@ interface Route {
 const DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024;
 /** Why a finished call's signal aborts (one object: an Error made per call cost its stack trace each time). */
 const CALL_ENDED = new StatusError({ code: GrpcStatus.CANCELLED, message: 'The call has ended' });
+const OK: Status = { code: GrpcStatus.OK, message: '' };
 /** What a client may send on one call, and on one connection, before the node reads it. */
 const STREAM_WINDOW = 1024 * 1024;
 const CONNECTION_WINDOW = 8 * 1024 * 1024;
@@ -261,23 +267,13 @@ class Call implements ResponseWriter, CallContext {
   }
 
   write(message: unknown): boolean {
-    return this.writeSerialized([this.route.method.responseSerialize(message)]);
+    return this.writeSerialized([this.serialized(message)]);
   }
 
   writeSerialized(messages: readonly Buffer[]): boolean {
     if (this.ended) return false;
     this.respondHeaders();
-    let total = 0;
-    for (const m of messages) total += 5 + m.length;
-    const out = Buffer.allocUnsafe(total);
-    let at = 0;
-    for (const m of messages) {
-      out[at] = 0;
-      out.writeUInt32BE(m.length, at + 1);
-      m.copy(out, at + 5);
-      at += 5 + m.length;
-    }
-    return this.stream.write(out);
+    return this.stream.write(framed(messages));
   }
 
   writeFramed(frames: Buffer): boolean {
@@ -305,10 +301,16 @@ class Call implements ResponseWriter, CallContext {
       { waitForTrailers: true });
   }
 
+  private serialized(message: unknown): Buffer {
+    return message instanceof Encoded ? message.bytes : this.route.method.responseSerialize(message);
+  }
+
   private succeed(response?: unknown): void {
     if (this.ended) return this.cleanup();
-    if (response !== undefined) this.write(response);
-    this.end({ code: GrpcStatus.OK, message: '' });
+    if (response === undefined) return this.end(OK);
+    // The answer and the end of the stream in one write (the status follows as trailers).
+    this.respondHeaders();
+    this.end(OK, framed([this.serialized(response)]));
   }
 
   private fail(err: unknown): void {
@@ -321,7 +323,8 @@ class Call implements ResponseWriter, CallContext {
     this.end(status);
   }
 
-  private end(status: Status): void {
+  /** Ends the call with `status`, after `last` (framed messages) if given. */
+  private end(status: Status, last?: Buffer): void {
     this.finished = true;
     this.route.latency?.observe((performance.now() - this.startedAt) / 1000);
     if (this.route.timed) this.options.onAnswered?.();
@@ -339,7 +342,7 @@ class Call implements ResponseWriter, CallContext {
       }
       this.stopRequest();
     });
-    this.stream.end();
+    this.stream.end(last);
     this.abortWith(CALL_ENDED);
   }
 
@@ -359,8 +362,24 @@ class Call implements ResponseWriter, CallContext {
   }
 }
 
+/** Messages in gRPC's framing (uncompressed flag, 4-byte length), as one buffer. */
+function framed(messages: readonly Buffer[]): Buffer {
+  let total = 0;
+  for (const m of messages) total += 5 + m.length;
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const m of messages) {
+    out[at] = 0;
+    out.writeUInt32BE(m.length, at + 1);
+    m.copy(out, at + 5);
+    at += 5 + m.length;
+  }
+  return out;
+}
+
 function statusTrailers(status: Status): Record<string, string> {
-  return { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.message), ...asciiValues(status.trailers) };
+  const trailers = { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.message) };
+  return status.trailers ? { ...trailers, ...asciiValues(status.trailers) } : trailers;
 }
 
 function trailersOnly(stream: ServerHttp2Stream, status: Status): void {
@@ -373,9 +392,9 @@ function trailersOnly(stream: ServerHttp2Stream, status: Status): void {
 }
 
 /** Metadata values must be printable ASCII: other characters are percent-encoded (a stream name in a trailer). */
-function asciiValues(values: Readonly<Record<string, string>> | undefined): Record<string, string> {
+function asciiValues(values: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(values ?? {})) out[key] = /^[\x20-\x7e]*$/.test(value) ? value : encodeGrpcMessage(value);
+  for (const [key, value] of Object.entries(values)) out[key] = /^[\x20-\x7e]*$/.test(value) ? value : encodeGrpcMessage(value);
   return out;
 }
 

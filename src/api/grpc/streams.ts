@@ -11,9 +11,9 @@ import {
   deadlineMs, expectedOf, isSet, positionMessage, proposedEvent, proposedSize, streamIdentifier, streamNameOf, timestampNow, u64,
   U64_MAX,
 } from './messages.js';
-import type { CallContext, RequestStream, ResponseWriter } from './server.js';
+import { Encoded, type CallContext, type RequestStream, type ResponseWriter } from './server.js';
 import { encodeMessage } from './codecs.js';
-import type { WireAppendReq, WireBatchAppendReq } from './append-codec.js';
+import { encodeAppendSuccess, encodeBatchAppendSuccess, type AppendSuccess, type WireAppendReq, type WireBatchAppendReq } from './append-codec.js';
 import type { LatencyObserver } from '../../metrics/index.js';
 
 // The Streams service (event_store.client.streams.Streams): Read (finite reads and catch-up
@@ -197,11 +197,9 @@ function liveState(item: { revision?: number; position?: number }): Message {
   };
 }
 
-function successOf(result: AppendOutcome, written: number): Message {
-  return {
-    ...(result.lastEventNumber >= 0 ? { current_revision: String(result.lastEventNumber) } : { no_stream: {} }),
-    ...(written > 0 ? { position: positionMessage(result.lastPosition) } : { no_position: {} }),
-  };
+/** What a successful append answers: the stream's revision, and where its last event is (none when no event was given). */
+function successOf(result: AppendOutcome, written: number): AppendSuccess {
+  return { revision: result.lastEventNumber, position: written > 0 ? result.lastPosition : undefined };
 }
 
 function wrongExpectedVersion(expected: ExpectedVersion, current: number): Message {
@@ -215,7 +213,7 @@ function wrongExpectedVersion(expected: ExpectedVersion, current: number): Messa
 }
 
 export function appendHandler(door: StreamsDoor) {
-  return async (requests: RequestStream, call: CallContext): Promise<Message> => {
+  return async (requests: RequestStream, call: CallContext): Promise<Message | Encoded> => {
     let name: string | undefined;
     let expected: ExpectedVersion = ExpectedVersion.any;
     let who: Principal | undefined;
@@ -241,7 +239,7 @@ export function appendHandler(door: StreamsDoor) {
     if (call.aborted) throw call.signal.reason;
     try {
       const result = await door.verbs.streams.append(who, name, expected, events);
-      return { success: successOf(result, events.length) };
+      return new Encoded(encodeAppendSuccess(successOf(result, events.length)));
     } catch (err) {
       if (err instanceof WrongExpectedVersionError) return { wrong_expected_version: wrongExpectedVersion(expected, err.currentVersion) };
       throw err;
@@ -274,6 +272,8 @@ interface OpenBatch {
   bytes: number;
   timer?: NodeJS.Timeout;
   idMessage: unknown;
+  /** The correlation id's message as the client sent it: echoed in the answer. */
+  correlation: Buffer;
 }
 
 /** BatchAppend: many appends interleaved on one call, matched by correlation id, one answer each. */
@@ -308,7 +308,7 @@ export function batchAppendHandler(door: StreamsDoor) {
             continue;
           }
           if (open.size >= MAX_OPEN_BATCHES) fail({ code: GrpcStatus.RESOURCE_EXHAUSTED, message: `At most ${MAX_OPEN_BATCHES} appends may be open on one BatchAppend call` });
-          const batch: OpenBatch = { name, expected: expectedOf(o, 'stream_position'), who, events: [], bytes: 0, idMessage };
+          const batch: OpenBatch = { name, expected: expectedOf(o, 'stream_position'), who, events: [], bytes: 0, idMessage, correlation: r.correlation_bytes! };
           dropped.delete(key);
           const timeout = deadlineMs(o.deadline_21_10_0, o.deadline);
           if (timeout !== undefined && timeout <= 0) {
@@ -335,7 +335,7 @@ export function batchAppendHandler(door: StreamsDoor) {
         }
         if (!r.is_final || !open.has(key)) continue;
         open.delete(key);
-        const write = commitBatch(door, batch, answer, (status, type, detail) => refuse(key, batch, status, type, detail));
+        const write = commitBatch(door, batch, out, (status, type, detail) => refuse(key, batch, status, type, detail));
         running.add(write);
         void write.finally(() => running.delete(write));
       }
@@ -346,13 +346,13 @@ export function batchAppendHandler(door: StreamsDoor) {
   };
 }
 
-async function commitBatch(door: StreamsDoor, batch: OpenBatch, answer: (b: OpenBatch, result: Message) => void,
+async function commitBatch(door: StreamsDoor, batch: OpenBatch, out: ResponseWriter,
   refuse: (status: Status, detailType: string, detail?: Message) => void): Promise<void> {
   const started = performance.now();
   try {
     const result = await door.verbs.streams.append(batch.who, batch.name, batch.expected, batch.events);
     if (batch.timer) clearTimeout(batch.timer);
-    answer(batch, { success: successOf(result, batch.events.length) });
+    if (!out.ended) out.write(new Encoded(encodeBatchAppendSuccess(batch.correlation, batch.name, successOf(result, batch.events.length))));
   } catch (err) {
     if (batch.timer) clearTimeout(batch.timer);
     if (err instanceof WrongExpectedVersionError) {
