@@ -308,9 +308,15 @@ class Call implements ResponseWriter, CallContext {
   private succeed(response?: unknown): void {
     if (this.ended) return this.cleanup();
     if (response === undefined) return this.end(OK);
+    let last: Buffer;
+    try {
+      last = framed([this.serialized(response)]);
+    } catch (err) {
+      return this.fail(err); // an answer protobufjs cannot encode: INTERNAL, logged, before any header went out
+    }
     // The answer and the end of the stream in one write (the status follows as trailers).
     this.respondHeaders();
-    this.end(OK, framed([this.serialized(response)]));
+    this.end(OK, last);
   }
 
   private fail(err: unknown): void {
