@@ -138,11 +138,19 @@ export class Rocks {
     const location = inMemory ? ephemeralLocation() : resolve(dir);
     mkdirSync(location, { recursive: true });
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    // No bloom filters: measured, building them cost more append throughput (bench (b): 53k vs
-    // 39-44k events/s, p99 0.7 s vs 1.3-1.5 s) than they saved on point lookups.
+    // No bloom filters. Leaving the option out (as this did from session 1 on, meaning none) gets
+    // the binding's default, a 10-bit bloom filter on every table file, held in memory outside the
+    // block cache for every open file: `filterPolicy: ''` is RocksDB's "none". Reads here are range
+    // scans (filters are not used) and point reads of keys that exist (a filter only adds a probe);
+    // the misses are new streams' and partitions' infos (remembered once read: stream-infos.ts) and
+    // event ids the in-memory id filter lets through. Measured at the scale bench's size
+    // (README: Benchmarks, session 24): RSS 2 s after a restart 308-312 MB against 398-431, the
+    // peak 1,015-1,044 against 1,088-1,113, the twenty's catch-up no slower; appends to 40,000 new
+    // streams over a log of 1M events, 32 at a time, within the runs' spread (12,864-15,072 against
+    // 13,460-16,531 a second).
     try {
       await db.open({
-        createIfMissing: true, infoLogLevel: 'error', cacheSize: tuning.cacheSize ?? 256 * 1024 * 1024,
+        createIfMissing: true, infoLogLevel: 'error', filterPolicy: '', cacheSize: tuning.cacheSize ?? 256 * 1024 * 1024,
         ...(tuning.blockSize ? { blockSize: tuning.blockSize } : {}),
       });
     } catch (err) {
