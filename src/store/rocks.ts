@@ -138,16 +138,11 @@ export class Rocks {
     const location = inMemory ? ephemeralLocation() : resolve(dir);
     mkdirSync(location, { recursive: true });
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    // No bloom filters. Leaving the option out (as this did from session 1 on, meaning none) gets
-    // the binding's default, a 10-bit bloom filter on every table file, held in memory outside the
-    // block cache for every open file: `filterPolicy: ''` is RocksDB's "none". Reads here are range
-    // scans (filters are not used) and point reads of keys that exist (a filter only adds a probe);
-    // the misses are new streams' and partitions' infos (remembered once read: stream-infos.ts) and
-    // event ids the in-memory id filter lets through. Measured at the scale bench's size
-    // (README: Benchmarks, session 24): RSS 2 s after a restart 308-312 MB against 398-431, the
-    // peak 1,015-1,044 against 1,088-1,113, the twenty's catch-up no slower; appends to 40,000 new
-    // streams over a log of 1M events, 32 at a time, within the runs' spread (12,864-15,072 against
-    // 13,460-16,531 a second).
+    // No bloom filters (`filterPolicy: ''` is RocksDB's "none"; left out, the binding builds one
+    // into every table file and holds it in memory for every open file). Reads here are range
+    // scans and point reads of keys that exist; the few misses (new streams' infos) cost no more
+    // within the runs' spread, while RSS after a restart fell from 398-431 to 296-335 MB at the
+    // scale bench's size (README: Benchmarks, session 24).
     try {
       await db.open({
         createIfMissing: true, infoLogLevel: 'error', filterPolicy: '', cacheSize: tuning.cacheSize ?? 256 * 1024 * 1024,
