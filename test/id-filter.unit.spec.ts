@@ -102,4 +102,27 @@ describe('the filter of stored event ids', () => {
     expect(await store.append('s', ExpectedVersion.any, [event(id)])).toMatchObject({ firstEventNumber: 0, idempotent: true });
     expect(store.idFilter.enabled).toBe(false);
   });
+
+  it('stops its thread between two pages when the database is about to close, and the database closes and opens again whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
+    dirs.push(dir);
+    let rocks = await Rocks.open(dir, false);
+    const stored = Array.from({ length: 200_000 }, (_, i) => eventIdKey(i % 500, randomBytes(16)));
+    for (let i = 0; i < stored.length; i += 10_000) rocks.writeDurable(stored.slice(i, i + 10_000).map((k) => [k, Buffer.of(0)]));
+    // Stopped at every moment of a load: before its thread runs, while it reads, after it answered.
+    for (const after of [0, 5, 20, 60]) {
+      const filter = new EventIdFilter(1024 * 1024);
+      filter.load(rocks);
+      await new Promise((r) => setTimeout(r, after));
+      await filter.stop();
+      // Stopped before the end, it is not ready: every answer stays "maybe" (a read of RocksDB).
+      if (after === 0) expect(filter.ready).toBe(false); // asked before its thread read a page
+      if (!filter.ready) expect(filter.mightContain(eventIdKey(1, randomBytes(16)))).toBe(true);
+      else expect(stored.every((k) => filter.mightContain(k))).toBe(true);
+    }
+    await rocks.close();
+    rocks = await Rocks.open(dir, false);
+    expect(rocks.getMany(stored.slice(0, 1000)).every((v) => v !== undefined)).toBe(true);
+    await rocks.close();
+  });
 });

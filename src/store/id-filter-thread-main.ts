@@ -4,24 +4,26 @@ import { setBits } from './id-filter.js';
 
 // The event-id filter's load (id-filter.ts): reads the stored event-id keys through the store's
 // open handle, page by page, sets their bits in the filter's shared words, and answers with how
-// many it read. The filter's owner terminates the thread once answered, or before the database
-// closes (a page read is one synchronous call: no iterator stays open across it).
+// many it read, and ends. Before the database closes its owner sets `stop`, which it reads
+// between two pages (a page read is one synchronous call: no iterator stays open across it), and
+// waits for it to end: it is never terminated inside a read.
 
-const { handle, bits, gte, lt } = workerData as { handle: bigint; bits: Uint32Array; gte: Uint8Array; lt: Uint8Array };
+const { handle, bits, stop, gte, lt } = workerData as { handle: bigint; bits: Uint32Array; stop: Int32Array; gte: Uint8Array; lt: Uint8Array };
+const stopped = () => Atomics.load(stop, 0) === 1;
 const PAGE = 4096;
 const mask = bits.length * 32 - 1;
 
 try {
-  const rocks = await Rocks.attach(handle);
+  const rocks = stopped() ? undefined : await Rocks.attach(handle);
   const end = Buffer.from(lt);
   let count = 0;
-  let keys = rocks.scanKeys({ gte: Buffer.from(gte), lt: end, limit: PAGE });
-  while (keys.length > 0) {
+  let keys = !rocks || stopped() ? undefined : rocks.scanKeys({ gte: Buffer.from(gte), lt: end, limit: PAGE });
+  while (rocks && keys && keys.length > 0) {
     for (const key of keys) setBits(bits, mask, key);
     count += keys.length;
-    keys = rocks.scanKeys({ gt: keys[keys.length - 1], lt: end, limit: PAGE });
+    keys = stopped() ? undefined : rocks.scanKeys({ gt: keys[keys.length - 1], lt: end, limit: PAGE });
   }
-  parentPort!.postMessage({ count });
+  parentPort!.postMessage(keys ? { count } : { stopped: true });
 } catch (err) {
   parentPort!.postMessage({ error: (err as Error).message });
 }
