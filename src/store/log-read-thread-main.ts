@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { LogSpaces } from './log-spaces.js';
 import { Rocks } from './rocks.js';
 import type { ForwardRead, ThreadAnswer } from './log-read-thread.js';
+import { isStop } from './handle-thread.js';
 
 // The log-read thread (log-read-thread.ts): reads rows of the log through the store's open
 // RocksDB handle and answers with them packed into three transferable buffers.
@@ -17,6 +18,8 @@ import type { ForwardRead, ThreadAnswer } from './log-read-thread.js';
 
 const { handle, splitFrom } = workerData as { handle: bigint; splitFrom: number };
 const spaces = new LogSpaces(await Rocks.attach(handle), splitFrom);
+/** Told to stop (HandleThread.close): no more reads ahead; the thread ends once idle. */
+let stopping = false;
 
 interface Packed {
   count: number;
@@ -85,6 +88,7 @@ function takeAhead(request: ForwardRead): Packed | undefined {
 
 /** Reads the page starting at `from` ahead (unless it is kept already), then the one after it, up to `depth` pages. */
 function readAhead({ limit, to, userOnly }: ForwardRead, from: number, depth: number): void {
+  if (stopping) return;
   let at: number | undefined = from;
   // (pages already read ahead count: a reader that keeps up has DEPTH waiting)
   while (at !== undefined && depth > 0 && ahead.has(at)) {
@@ -107,6 +111,11 @@ function readAhead({ limit, to, userOnly }: ForwardRead, from: number, depth: nu
 }
 
 parentPort!.on('message', (request: ForwardRead & { id: number }) => {
+  if (isStop(request)) {
+    stopping = true;
+    parentPort!.close(); // ends once the read under way, if any, is done
+    return;
+  }
   const { id } = request;
   let packed: Packed;
   try {

@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Rocks, type PackedBatch } from './rocks.js';
 import type { WriteAnswer, WriteMessage } from './write-thread.js';
+import { isStop } from './handle-thread.js';
 
 // The write thread (write-thread.ts): puts the packed parts of a batch into one RocksDB write
 // batch as they arrive, writes it as ONE atomic write through the store's open handle when told
@@ -11,6 +12,12 @@ const rocks = await Rocks.attach(handle);
 let open: { id: number; batch: PackedBatch; failure?: string } | undefined;
 
 parentPort!.on('message', (message: WriteMessage) => {
+  if (isStop(message)) {
+    open?.batch.close();
+    open = undefined;
+    parentPort!.close();
+    return;
+  }
   if (open && open.id !== message.id) {
     open.batch.close(); // a batch its writer gave up (the thread is told nothing else of it)
     open = undefined;
