@@ -17,13 +17,21 @@ try {
   const rocks = stopped() ? undefined : await Rocks.attach(handle);
   const end = Buffer.from(lt);
   let count = 0;
-  let keys = !rocks || stopped() ? undefined : rocks.scanKeys({ gte: Buffer.from(gte), lt: end, limit: PAGE });
-  while (rocks && keys && keys.length > 0) {
+  let after: Buffer | undefined;
+  for (;;) {
+    if (!rocks || stopped()) {
+      parentPort!.postMessage({ stopped: true });
+      break;
+    }
+    const keys = rocks.scanKeys({ ...(after ? { gt: after } : { gte: Buffer.from(gte) }), lt: end, limit: PAGE });
+    if (keys.length === 0) {
+      parentPort!.postMessage({ count });
+      break;
+    }
     for (const key of keys) setBits(bits, mask, key);
     count += keys.length;
-    keys = stopped() ? undefined : rocks.scanKeys({ gt: keys[keys.length - 1], lt: end, limit: PAGE });
+    after = keys[keys.length - 1];
   }
-  parentPort!.postMessage(keys ? { count } : { stopped: true });
 } catch (err) {
   parentPort!.postMessage({ error: (err as Error).message });
 }

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Rocks } from './rocks.js';
 import { SPACE, spaceEnd } from './keys.js';
-import { threadScript } from './handle-thread.js';
+import { stopThread, threadScript } from './handle-thread.js';
 
 // An idempotency check reads the event-id key of the append's first event, and for a new id —
 // nearly every append — that read is a miss through the memtables and every level of RocksDB
@@ -21,7 +21,6 @@ import { threadScript } from './handle-thread.js';
 // the keys are read on the event loop as before.
 
 const HASHES = 7;
-const STOP_WAIT_MS = 10_000;
 
 export class EventIdFilter {
   private readonly bits: Uint32Array;
@@ -31,11 +30,7 @@ export class EventIdFilter {
   private loading: Promise<void> | undefined;
   /** The thread reading the stored keys, while it runs. */
   private thread: Worker | undefined;
-  /**
-   * Set to 1 to stop the thread between two pages. It is asked, never terminated mid-read: a
-   * thread terminated inside the binding's synchronous scan crashed the process (SIGSEGV in
-   * `Iterator::nextv`) in about 3% of stops under load that came while it read.
-   */
+  /** Set to 1 to stop the thread between two pages (stop: stopThread). */
   private readonly stopFlag = new Int32Array(new SharedArrayBuffer(4));
   /** Keys added (an estimate of its fill: stored keys plus those written since the start). */
   count = 0;
@@ -66,14 +61,9 @@ export class EventIdFilter {
   /** Stops a load still running (before the database closes): the thread ends after the page it reads. */
   async stop(): Promise<void> {
     this.stopping = true;
-    Atomics.store(this.stopFlag, 0, 1);
-    const thread = this.thread;
-    if (thread) {
-      // A page is a few milliseconds; a thread that has not ended after STOP_WAIT_MS is stuck, and terminated.
-      const stuck = setTimeout(() => void thread.terminate(), STOP_WAIT_MS);
-      await new Promise<void>((resolve) => (this.thread === thread ? thread.once('exit', () => resolve()) : resolve()));
-      clearTimeout(stuck);
-    }
+    const ask = () => Atomics.store(this.stopFlag, 0, 1);
+    if (this.thread) await stopThread(this.thread, ask);
+    else ask();
     await this.loading?.catch(() => {});
   }
 
