@@ -95,7 +95,9 @@ describe('users in the console', () => {
     await shows(page.getByRole('heading', { name: 'Users', exact: true }));
     await gone(page.getByRole('link', { name: login }));
     await until(() => account(login), (a) => a.status === 404);
-  });
+    // Six logins in fresh browser contexts: ~20 s with another test file beside it (two workers), 33 s once
+    // when that file drove a second Chromium, over vitest's default 30 s.
+  }, 90_000);
 
   it('a plain user sees only their own account and changes their own password', async () => {
     const login = uniq('plain');

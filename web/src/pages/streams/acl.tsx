@@ -1,8 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ErrorBox, Field, Notice, useAction } from '../../components';
 import { call, EVENTS, eventNumberOf, streamPath } from './client';
-import { withMember } from './metadata-text';
-import type { Metadata } from './stream';
+import { withMember, type Metadata } from './metadata-text';
 import './acl.css';
 
 // A stream's access control list as a form: who may read, write, delete, read the metadata and

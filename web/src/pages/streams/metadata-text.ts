@@ -3,6 +3,9 @@
 // their order, spacing and escapes. The ACL form writes `$acl` this way instead of parsing the
 // stream's metadata and serialising it again.
 
+/** A stream's metadata as the stream view read it: its document and text, none written, or the read's failure. */
+export type Metadata = { status: 'ok'; doc: any; text: string } | { status: 'none' } | { status: 'error'; error: unknown };
+
 interface Member {
   key: string;
   /** Where the member's key starts. */

@@ -8,11 +8,10 @@ import { Pager } from './parts';
 import { EventsTable } from './rows';
 import { LiveEvents } from './tail';
 import { AclForm } from './acl';
+import type { Metadata } from './metadata-text';
 
 // One stream: a page of its events (newest first, paged through the feed's links), appending an
 // event, its metadata shown and edited as JSON, and soft or hard deletion behind a confirmation.
-
-export type Metadata = { status: 'ok'; doc: any; text: string } | { status: 'none' } | { status: 'error'; error: unknown };
 
 async function readMetadata(stream: string, signal: AbortSignal): Promise<Metadata> {
   try {
