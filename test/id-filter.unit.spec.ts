@@ -19,6 +19,20 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
+/** A fresh data directory, removed after the test. */
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Writes `count` random event-id keys over 500 streams, 5,000 to a write, as appends would have; returns them. */
+function writeIdKeys(rocks: Rocks, count: number): Buffer[] {
+  const keys = Array.from({ length: count }, (_, i) => eventIdKey(i % 500, randomBytes(16)));
+  for (let i = 0; i < keys.length; i += 5000) rocks.writeDurable(keys.slice(i, i + 5000).map((k) => [k, Buffer.of(0)]));
+  return keys;
+}
+
 const event = (id = newUuid()): ProposedEvent => ({ eventId: id, eventType: 'E', isJson: true, data: Buffer.from('{}'), metadata: Buffer.alloc(0) });
 
 describe('the filter of stored event ids', () => {
@@ -29,8 +43,7 @@ describe('the filter of stored event ids', () => {
     // Not loaded yet (no database read): every answer is "maybe".
     expect(filter.mightContain(eventIdKey(1, randomBytes(16)))).toBe(true);
     // Loaded from an empty database: the answers are its own from now on.
-    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
-    dirs.push(dir);
+    const dir = tempDir();
     const rocks = await Rocks.open(dir, false);
     filter.load(rocks);
     await vi.waitFor(() => expect(filter.ready).toBe(true));
@@ -42,11 +55,9 @@ describe('the filter of stored event ids', () => {
   });
 
   it('admits every key its thread read and every key added meanwhile, and counts them', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
-    dirs.push(dir);
+    const dir = tempDir();
     const rocks = await Rocks.open(dir, false);
-    const stored = Array.from({ length: 60_000 }, (_, i) => eventIdKey(i % 500, randomBytes(16)));
-    for (let i = 0; i < stored.length; i += 5000) rocks.writeDurable(stored.slice(i, i + 5000).map((k) => [k, Buffer.of(0)]));
+    const stored = writeIdKeys(rocks, 60_000);
     const filter = new EventIdFilter(64 * 1024);
     filter.load(rocks);
     // Appends go on while the thread reads: keys added in slices until the load has ended.
@@ -66,8 +77,7 @@ describe('the filter of stored event ids', () => {
   });
 
   it('a retry is recognised after a restart, before and after the filter has read the stored ids', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
-    dirs.push(dir);
+    const dir = tempDir();
     const options = { dir, inMemory: false, chunkSize: 1 << 28 };
     let store = await Store.open(options);
     const ids = Array.from({ length: 300 }, () => newUuid());
@@ -93,8 +103,7 @@ describe('the filter of stored event ids', () => {
   });
 
   it('a store without the filter recognises retries too', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
-    dirs.push(dir);
+    const dir = tempDir();
     const store = await Store.open({ dir, inMemory: false, chunkSize: 1 << 28, eventIdFilterBytes: 0 });
     stores.push(store);
     const id = newUuid();
@@ -104,11 +113,9 @@ describe('the filter of stored event ids', () => {
   });
 
   it('stops its thread between two pages when the database is about to close, and the database closes and opens again whole', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-idf-'));
-    dirs.push(dir);
+    const dir = tempDir();
     let rocks = await Rocks.open(dir, false);
-    const stored = Array.from({ length: 200_000 }, (_, i) => eventIdKey(i % 500, randomBytes(16)));
-    for (let i = 0; i < stored.length; i += 10_000) rocks.writeDurable(stored.slice(i, i + 10_000).map((k) => [k, Buffer.of(0)]));
+    const stored = writeIdKeys(rocks, 200_000);
     // Stopped at every moment of a load: before its thread runs, while it reads, after it answered.
     for (const after of [0, 5, 20, 60]) {
       const filter = new EventIdFilter(1024 * 1024);
