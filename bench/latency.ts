@@ -6,6 +6,8 @@ import { benchConfig } from './config.js';
 import { measure } from './load.js';
 import { NODE_MAIN, startServer } from './processes.js';
 import { AUTHORIZATION, EVENTS_JSON, SCENARIOS, WRITE_STREAMS, appendBody } from './workload.js';
+import { QUERIES, prewrite } from './scale.js';
+import { CHUNK as SCAVENGE_CHUNK, EVENTS as SCAVENGE_EVENTS, build as buildScavengeLog } from './scavenge.js';
 
 // Append latency under a steady load (issue 13, target 6): the highest single-event append rate
 // the node sustains (scenario (a): 64 connections as fast as they go), then appends paced evenly
@@ -14,9 +16,16 @@ import { AUTHORIZATION, EVENTS_JSON, SCENARIOS, WRITE_STREAMS, appendBody } from
 // requests in a burst at the start of the second, which measures the burst, not the load; this
 // paced client sends every millisecond what is due. Target: p99 ≤ 5 ms at 50%, with the node's
 // system projections running (issue 33); BENCH_LATENCY_PROJECTIONS=None measures the node with
-// no projections at all, as before.
+// no projections at all, as before. Then the same half of the maximum twice more, each on a node
+// of its own with its system projections caught up (target: p99 ≤ 10 ms): while twenty
+// projections of the scale bench's four kinds catch up over BENCH_LATENCY_CATCHUP_EVENTS events
+// (default 500,000 over 50,000 streams), and during a scavenge (threads=1) of the scavenge
+// bench's log (BENCH_SCAVENGE_EVENTS, default 1,000,000, half removable), for as long as it runs.
+// BENCH_LATENCY_BUSY=0 skips those two.
 
 const TARGET_P99_MS = 5;
+const TARGET_BUSY_P99_MS = 10;
+const CATCHUP_EVENTS = Number(process.env.BENCH_LATENCY_CATCHUP_EVENTS ?? 500_000);
 const FRACTIONS = [0.25, 0.5, 0.75];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -26,8 +35,11 @@ interface Paced {
   clientDelayP99: number;
 }
 
-/** Sends single-event appends at `rate` per second for `seconds`, evenly, over keep-alive connections. */
-async function paced(url: string, rate: number, seconds: number): Promise<Paced> {
+/**
+ * Sends single-event appends at `rate` per second for `seconds` (or until `until` says so),
+ * evenly, over keep-alive connections.
+ */
+async function paced(url: string, rate: number, seconds: number, until: () => boolean = () => false): Promise<Paced> {
   const { hostname, port } = new URL(url);
   const agent = new Agent({ keepAlive: true, maxSockets: 128 });
   const latencies: number[] = [];
@@ -37,7 +49,7 @@ async function paced(url: string, rate: number, seconds: number): Promise<Paced>
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
   const start = performance.now();
-  const end = start + seconds * 1000;
+  let end = start + seconds * 1000;
   const send = (due: number, n: number) => {
     inFlight++;
     const body = appendBody(1, n);
@@ -58,6 +70,7 @@ async function paced(url: string, rate: number, seconds: number): Promise<Paced>
   await new Promise<void>((resolve) => {
     const tick = () => {
       const now = performance.now();
+      if (now < end && until()) end = now;
       const due = Math.min(now, end);
       // Every request due by now, each timed from its own due time.
       while (sent < ((due - start) / 1000) * rate) {
@@ -75,7 +88,7 @@ async function paced(url: string, rate: number, seconds: number): Promise<Paced>
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { p50: at(0.5), p99: at(0.99), sent, failed, achieved: latencies.length / seconds, clientDelayP99: delay.percentile(99) / 1e6 };
+  return { p50: at(0.5), p99: at(0.99), sent, failed, achieved: latencies.length / ((end - start) / 1000), clientDelayP99: delay.percentile(99) / 1e6 };
 }
 
 /**
@@ -95,38 +108,139 @@ async function settle(url: string, maxSeconds = 120): Promise<number> {
   return Infinity;
 }
 
-async function main(): Promise<void> {
-  const config = benchConfig();
-  const dir = mkdtempSync(join(config.dataParent, 'svc-bench-latency-'));
+interface Listed { name: string; status: string; progress: number; eventsProcessedAfterRestart: number }
+
+async function listProjections(url: string): Promise<Listed[]> {
+  const res = await fetch(`${url}/projections/any`, { headers: { Authorization: AUTHORIZATION } });
+  return ((await res.json()) as { projections: Listed[] }).projections;
+}
+
+function nodeFlags(): string[] {
+  return process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
+}
+
+function latencyCell(r: Paced): string {
+  return `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms${r.failed ? `, ${r.failed} failed` : ''}`;
+}
+
+function judge(r: Paced, target: number): string {
+  return r.p99 <= target && r.failed === 0 ? 'PASS' : 'MISS';
+}
+
+/** Half the maximum while twenty projections catch up over a prewritten log; its row. */
+async function whileTwentyCatchUp(dataParent: string, rate: number, seconds: number): Promise<string[]> {
+  const dir = mkdtempSync(join(dataParent, 'svc-bench-latency-twenty-'));
   try {
-    const projections = process.env.BENCH_LATENCY_PROJECTIONS === 'None' ? ['--run-projections', 'None']
-      : ['--run-projections', 'System', '--start-standard-projections', 'true'];
-    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', ...projections],
-      process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []);
+    let t = performance.now();
+    await prewrite(dir, CATCHUP_EVENTS, CATCHUP_EVENTS / 10);
+    log(`  twenty projections: ${CATCHUP_EVENTS.toLocaleString('en-US')} events written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'System', '--start-standard-projections', 'true'], nodeFlags());
     try {
-      log(`latency bench (${projections.join(' ')}): maximum single-event append rate (${config.connections} connections, ${config.seconds} s), then paced appends`);
-      const max = await measure(server.url, SCENARIOS.a, { seconds: config.seconds, warmupSeconds: config.warmupSeconds, connections: config.connections, pid: server.pid });
-      const maxRate = max.measured.reqPerSec;
-      log(`  maximum: ${Math.round(maxRate)} appends/s (p50 ${max.measured.p50} ms, p99 ${max.measured.p99} ms)`);
-      const rows: string[][] = [];
-      for (const fraction of FRACTIONS) {
-        const rate = Math.round(maxRate * fraction);
-        const settled = await settle(server.url);
-        const r = await paced(server.url, rate, config.seconds);
-        log(`  ${fraction * 100}%: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.failed} failed; the client's own event-loop delay p99 ${r.clientDelayP99.toFixed(1)} ms; the projections caught up ${settled.toFixed(1)} s before it`);
-        const judged = fraction === 0.5;
-        rows.push([`${fraction * 100}% of the maximum (${rate}/s)`, `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms${r.failed ? `, ${r.failed} failed` : ''}`,
-          judged ? `p99 ≤ ${TARGET_P99_MS} ms` : 'reported', judged ? (r.p99 <= TARGET_P99_MS && r.failed === 0 ? 'PASS' : 'MISS') : '']);
+      t = performance.now();
+      const settled = await settle(server.url, 600);
+      log(`  the system projections caught up in ${((performance.now() - t) / 1000).toFixed(1)} s${settled === Infinity ? ' (not within 600 s)' : ''}`);
+      for (let i = 0; i < 20; i++) {
+        const res = await fetch(`${server.url}/projections/continuous?name=lat-${i}`, { method: 'POST', headers: { Authorization: AUTHORIZATION }, body: QUERIES[i % QUERIES.length](i) });
+        if (res.status !== 201) throw new Error(`creating lat-${i}: ${res.status} ${await res.text()}`);
       }
-      log('\nResults');
-      log(`| single-event appends, paced (maximum ${Math.round(maxRate)}/s) | latency | target | result |\n| --- | --- | --- | --- |`);
-      for (const row of rows) log(`| ${row.join(' | ')} |`);
+      const r = await paced(server.url, rate, seconds);
+      const twenty = (await listProjections(server.url)).filter((p) => p.name.startsWith('lat-'));
+      const handled = twenty.reduce((sum, p) => sum + p.eventsProcessedAfterRestart, 0);
+      // The category projections (every fourth) read a tenth of the log; the others all of it.
+      const total = twenty.reduce((sum, p) => sum + (Number(p.name.slice(4)) % QUERIES.length === 2 ? CATCHUP_EVENTS / 10 : CATCHUP_EVENTS), 0);
+      const share = `${((handled / total) * 100).toFixed(0)}%`;
+      log(`  while twenty catch up: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms; the twenty had handled ${share} of their ${total.toLocaleString('en-US')} events by its end`);
+      if (handled >= total) log('  (the twenty caught up within the phase: part of it measured a quiet node)');
+      return [`50% while 20 projections catch up over ${CATCHUP_EVENTS.toLocaleString('en-US')} events (${share} of them handled by the end)`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
     } finally {
       await server.stop();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Half the maximum for as long as a scavenge (threads=1) of a half-removable log runs; its row. */
+async function duringScavenge(dataParent: string, rate: number): Promise<string[]> {
+  const dir = mkdtempSync(join(dataParent, 'svc-bench-latency-scavenge-'));
+  try {
+    let t = performance.now();
+    await buildScavengeLog(dir);
+    log(`  scavenge: ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable, written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--chunk-size', String(SCAVENGE_CHUNK),
+      '--run-projections', 'System', '--start-standard-projections', 'true'], nodeFlags());
+    try {
+      t = performance.now();
+      const settled = await settle(server.url, 600);
+      log(`  the system projections caught up in ${((performance.now() - t) / 1000).toFixed(1)} s${settled === Infinity ? ' (not within 600 s)' : ''}`);
+      const headers = { Authorization: AUTHORIZATION };
+      const started = await fetch(`${server.url}/admin/scavenge?threads=1&threshold=0&throttlePercent=100`, { method: 'POST', headers });
+      if (started.status !== 200) throw new Error(`starting the scavenge: ${started.status} ${await started.text()}`);
+      t = performance.now();
+      let running = true;
+      let scavengeSeconds = NaN;
+      const watching = (async () => {
+        while (running) {
+          const current = (await (await fetch(`${server.url}/admin/scavenge/current`, { headers })).json()) as { scavengeId: string };
+          if (current.scavengeId === '') {
+            scavengeSeconds = (performance.now() - t) / 1000;
+            running = false;
+          } else {
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+      })();
+      const r = await paced(server.url, rate, 600, () => !running);
+      running = false;
+      await watching;
+      const last = (await (await fetch(`${server.url}/admin/scavenge/last`, { headers })).json()) as { scavengeResult?: string };
+      log(`  during the scavenge (${last.scavengeResult ?? '?'} in ${scavengeSeconds.toFixed(1)} s): ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms`);
+      return [`50% during a scavenge of ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable (${scavengeSeconds.toFixed(1)} s)`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const config = benchConfig();
+  const dir = mkdtempSync(join(config.dataParent, 'svc-bench-latency-'));
+  const rows: string[][] = [];
+  let maxRate = 0;
+  try {
+    const projections = process.env.BENCH_LATENCY_PROJECTIONS === 'None' ? ['--run-projections', 'None']
+      : ['--run-projections', 'System', '--start-standard-projections', 'true'];
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', ...projections], nodeFlags());
+    try {
+      log(`latency bench (${projections.join(' ')}): maximum single-event append rate (${config.connections} connections, ${config.seconds} s), then paced appends`);
+      const max = await measure(server.url, SCENARIOS.a, { seconds: config.seconds, warmupSeconds: config.warmupSeconds, connections: config.connections, pid: server.pid });
+      maxRate = max.measured.reqPerSec;
+      log(`  maximum: ${Math.round(maxRate)} appends/s (p50 ${max.measured.p50} ms, p99 ${max.measured.p99} ms)`);
+      for (const fraction of FRACTIONS) {
+        const rate = Math.round(maxRate * fraction);
+        const settled = await settle(server.url);
+        const r = await paced(server.url, rate, config.seconds);
+        log(`  ${fraction * 100}%: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.failed} failed; the client's own event-loop delay p99 ${r.clientDelayP99.toFixed(1)} ms; the projections caught up ${settled.toFixed(1)} s before it`);
+        const judged = fraction === 0.5;
+        rows.push([`${fraction * 100}% of the maximum (${rate}/s)`, latencyCell(r),
+          judged ? `p99 ≤ ${TARGET_P99_MS} ms` : 'reported', judged ? judge(r, TARGET_P99_MS) : '']);
+      }
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  if (process.env.BENCH_LATENCY_BUSY !== '0' && process.env.BENCH_LATENCY_PROJECTIONS !== 'None') {
+    const rate = Math.round(maxRate * 0.5);
+    rows.push(await whileTwentyCatchUp(config.dataParent, rate, config.seconds));
+    rows.push(await duringScavenge(config.dataParent, rate));
+  }
+  log('\nResults');
+  log(`| single-event appends, paced (maximum ${Math.round(maxRate)}/s) | latency | target | result |\n| --- | --- | --- | --- |`);
+  for (const row of rows) log(`| ${row.join(' | ')} |`);
 }
 
 main().catch((err) => {

@@ -1,5 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { NODE_MAIN, startServer, type Server } from './processes.js';
 import { ExpectedVersion, newUuid, Store, type ProposedEvent } from '../src/store/index.js';
 
@@ -20,7 +21,7 @@ const CATEGORIES = 10;
 // after a restart; reads and all twenty Running 3 s after a restart.
 const TARGETS = { startSeconds: 3, rssMb: 400, rssRestartedMb: 300, catchUpSeconds: 60, aloneFactor: 12, extraRate: 250_000 };
 const AUTH = { Authorization: `Basic ${Buffer.from('admin:changeit').toString('base64')}` };
-const QUERIES = [
+export const QUERIES = [
   (i: number) => `fromAll().when({ $init: () => ({ n: 0, sum: 0 }), Added: (s, e) => { s.n++; s.sum += e.body.v + ${i}; } })`,
   () => `fromAll().partitionBy(e => e.streamId).when({ $init: () => ({ n: 0 }), Added: (s) => { s.n++; } })`,
   (i: number) => `fromCategory('cat${i % CATEGORIES}').foreachStream().when({ $init: () => ({ n: 0 }), Added: (s, e) => { s.n += e.body.v; } })`,
@@ -33,13 +34,14 @@ function event(i: number): ProposedEvent {
   return { eventId: newUuid(), eventType: 'Added', isJson: true, data: Buffer.from(`{"v":${i % 100},"key":"k${i % 1000}"}`), metadata: Buffer.alloc(0) };
 }
 
-async function prewrite(dir: string): Promise<void> {
+/** Writes the scenario's data set (`events` over `streams`, 10 per append, ten categories) into `dir` (also bench/latency.ts). */
+export async function prewrite(dir: string, events = EVENTS, streams = STREAMS): Promise<void> {
   const store = await Store.open({ dir, inMemory: false, chunkSize: 256 * 1024 * 1024 });
   const inFlight: Promise<unknown>[] = [];
-  for (let i = 0; i < EVENTS; i += PER_APPEND) {
-    const n = (i / PER_APPEND) % STREAMS;
-    const events = Array.from({ length: Math.min(PER_APPEND, EVENTS - i) }, (_, j) => event(i + j));
-    inFlight.push(store.append(`cat${n % CATEGORIES}-${n}`, ExpectedVersion.any, events));
+  for (let i = 0; i < events; i += PER_APPEND) {
+    const n = (i / PER_APPEND) % streams;
+    const batch = Array.from({ length: Math.min(PER_APPEND, events - i) }, (_, j) => event(i + j));
+    inFlight.push(store.append(`cat${n % CATEGORIES}-${n}`, ExpectedVersion.any, batch));
     if (inFlight.length >= 200) await Promise.all(inFlight.splice(0));
   }
   await Promise.all(inFlight);
@@ -157,7 +159,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`scale bench failed: ${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((err) => {
+    process.stderr.write(`scale bench failed: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  });
+}
