@@ -2,9 +2,9 @@ import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchConfig } from './config.js';
+import { benchConfig, type BenchConfig } from './config.js';
 import { measure } from './load.js';
-import { NODE_MAIN, startServer } from './processes.js';
+import { NODE_MAIN, startServer, type Server } from './processes.js';
 import { AUTHORIZATION, EVENTS_JSON, SCENARIOS, WRITE_STREAMS, appendBody } from './workload.js';
 import { QUERIES, prewrite } from './scale.js';
 import { CHUNK as SCAVENGE_CHUNK, EVENTS as SCAVENGE_EVENTS, build as buildScavengeLog } from './scavenge.js';
@@ -16,12 +16,14 @@ import { CHUNK as SCAVENGE_CHUNK, EVENTS as SCAVENGE_EVENTS, build as buildScave
 // requests in a burst at the start of the second, which measures the burst, not the load; this
 // paced client sends every millisecond what is due. Target: p99 ≤ 5 ms at 50%, with the node's
 // system projections running (issue 33); BENCH_LATENCY_PROJECTIONS=None measures the node with
-// no projections at all, as before. Then the same half of the maximum twice more, each on a node
-// of its own with its system projections caught up (target: p99 ≤ 10 ms): while twenty
+// no projections at all, as before. Then half of the maximum twice more, each on a node of its own
+// with a log of its own and its system projections caught up, and each the maximum of that node
+// (measured there first, then half of it for a quiet baseline) (target: p99 ≤ 10 ms): while twenty
 // projections of the scale bench's four kinds catch up over BENCH_LATENCY_CATCHUP_EVENTS events
 // (default 500,000 over 50,000 streams), and during a scavenge (threads=1) of the scavenge
 // bench's log (BENCH_SCAVENGE_EVENTS, default 1,000,000, half removable), for as long as it runs.
-// BENCH_LATENCY_BUSY=0 skips those two.
+// BENCH_LATENCY_BUSY=0 skips those two; BENCH_LATENCY_ONLY=twenty or =scavenge runs only that
+// one; BENCH_LATENCY_RATE sets their rate instead of measuring it.
 
 const TARGET_P99_MS = 5;
 const TARGET_BUSY_P99_MS = 10;
@@ -127,31 +129,51 @@ function judge(r: Paced, target: number): string {
   return r.p99 <= target && r.failed === 0 ? 'PASS' : 'MISS';
 }
 
-/** Half the maximum while twenty projections catch up over a prewritten log; its row. */
-async function whileTwentyCatchUp(dataParent: string, rate: number, seconds: number): Promise<string[]> {
-  const dir = mkdtempSync(join(dataParent, 'svc-bench-latency-twenty-'));
+/**
+ * Half of this node's own maximum (scenario (a) on it, then its projections given time to catch up
+ * with those appends), or BENCH_LATENCY_RATE when set.
+ */
+async function halfOfMaximum(server: Server, config: BenchConfig): Promise<number> {
+  const fixed = Number(process.env.BENCH_LATENCY_RATE);
+  if (fixed > 0) return fixed;
+  const max = await measure(server.url, SCENARIOS.a, { seconds: config.seconds, warmupSeconds: config.warmupSeconds, connections: config.connections, pid: server.pid });
+  const rate = Math.round(max.measured.reqPerSec / 2);
+  const settled = await settle(server.url, 600);
+  log(`  this node's maximum: ${Math.round(max.measured.reqPerSec)} appends/s; its projections caught up ${settled.toFixed(1)} s later`);
+  return rate;
+}
+
+/** Half this node's maximum while twenty projections catch up over a prewritten log; its row. */
+async function whileTwentyCatchUp(config: BenchConfig): Promise<string[]> {
+  const seconds = config.seconds;
+  const dir = mkdtempSync(join(config.dataParent, 'svc-bench-latency-twenty-'));
   try {
     let t = performance.now();
     await prewrite(dir, CATCHUP_EVENTS, CATCHUP_EVENTS / 10);
     log(`  twenty projections: ${CATCHUP_EVENTS.toLocaleString('en-US')} events written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'System', '--start-standard-projections', 'true'], nodeFlags());
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'All', '--start-standard-projections', 'true'], nodeFlags());
     try {
       t = performance.now();
       const settled = await settle(server.url, 600);
       log(`  the system projections caught up in ${((performance.now() - t) / 1000).toFixed(1)} s${settled === Infinity ? ' (not within 600 s)' : ''}`);
+      const rate = await halfOfMaximum(server, config);
+      const quiet = await paced(server.url, rate, seconds);
+      log(`  the same node before the twenty: ${rate}/s asked, ${Math.round(quiet.achieved)}/s answered, ${latencyCell(quiet)}`);
       for (let i = 0; i < 20; i++) {
         const res = await fetch(`${server.url}/projections/continuous?name=lat-${i}`, { method: 'POST', headers: { Authorization: AUTHORIZATION }, body: QUERIES[i % QUERIES.length](i) });
         if (res.status !== 201) throw new Error(`creating lat-${i}: ${res.status} ${await res.text()}`);
       }
       const r = await paced(server.url, rate, seconds);
       const twenty = (await listProjections(server.url)).filter((p) => p.name.startsWith('lat-'));
+      const notRunning = twenty.filter((p) => !p.status.startsWith('Running'));
+      if (notRunning.length > 0) throw new Error(`the twenty must be running: ${notRunning.map((p) => `${p.name} ${p.status}`).join(', ')}`);
       const handled = twenty.reduce((sum, p) => sum + p.eventsProcessedAfterRestart, 0);
       // The category projections (every fourth) read a tenth of the log; the others all of it.
       const total = twenty.reduce((sum, p) => sum + (Number(p.name.slice(4)) % QUERIES.length === 2 ? CATCHUP_EVENTS / 10 : CATCHUP_EVENTS), 0);
       const share = `${((handled / total) * 100).toFixed(0)}%`;
       log(`  while twenty catch up: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms; the twenty had handled ${share} of their ${total.toLocaleString('en-US')} events by its end`);
       if (handled >= total) log('  (the twenty caught up within the phase: part of it measured a quiet node)');
-      return [`50% while 20 projections catch up over ${CATCHUP_EVENTS.toLocaleString('en-US')} events (${share} of them handled by the end)`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
+      return [`50% of this node's maximum (${rate}/s) while 20 projections catch up over ${CATCHUP_EVENTS.toLocaleString('en-US')} events (${share} of them handled by the end; the same node before them: ${latencyCell(quiet)})`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
     } finally {
       await server.stop();
     }
@@ -160,9 +182,9 @@ async function whileTwentyCatchUp(dataParent: string, rate: number, seconds: num
   }
 }
 
-/** Half the maximum for as long as a scavenge (threads=1) of a half-removable log runs; its row. */
-async function duringScavenge(dataParent: string, rate: number): Promise<string[]> {
-  const dir = mkdtempSync(join(dataParent, 'svc-bench-latency-scavenge-'));
+/** Half this node's maximum for as long as a scavenge (threads=1) of a half-removable log runs; its row. */
+async function duringScavenge(config: BenchConfig): Promise<string[]> {
+  const dir = mkdtempSync(join(config.dataParent, 'svc-bench-latency-scavenge-'));
   try {
     let t = performance.now();
     await buildScavengeLog(dir);
@@ -174,6 +196,9 @@ async function duringScavenge(dataParent: string, rate: number): Promise<string[
       const settled = await settle(server.url, 600);
       log(`  the system projections caught up in ${((performance.now() - t) / 1000).toFixed(1)} s${settled === Infinity ? ' (not within 600 s)' : ''}`);
       const headers = { Authorization: AUTHORIZATION };
+      const rate = await halfOfMaximum(server, config);
+      const quiet = await paced(server.url, rate, config.seconds);
+      log(`  the same node before the scavenge: ${rate}/s asked, ${Math.round(quiet.achieved)}/s answered, ${latencyCell(quiet)}`);
       const started = await fetch(`${server.url}/admin/scavenge?threads=1&threshold=0&throttlePercent=100`, { method: 'POST', headers });
       if (started.status !== 200) throw new Error(`starting the scavenge: ${started.status} ${await started.text()}`);
       t = performance.now();
@@ -195,7 +220,7 @@ async function duringScavenge(dataParent: string, rate: number): Promise<string[
       await watching;
       const last = (await (await fetch(`${server.url}/admin/scavenge/last`, { headers })).json()) as { scavengeResult?: string };
       log(`  during the scavenge (${last.scavengeResult ?? '?'} in ${scavengeSeconds.toFixed(1)} s): ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms`);
-      return [`50% during a scavenge of ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable (${scavengeSeconds.toFixed(1)} s)`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
+      return [`50% of this node's maximum (${rate}/s) during a scavenge of ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable (${scavengeSeconds.toFixed(1)} s; the same node before it: ${latencyCell(quiet)})`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
     } finally {
       await server.stop();
     }
@@ -206,6 +231,13 @@ async function duringScavenge(dataParent: string, rate: number): Promise<string[
 
 async function main(): Promise<void> {
   const config = benchConfig();
+  const only = process.env.BENCH_LATENCY_ONLY;
+  if (only !== undefined) {
+    if (only !== 'twenty' && only !== 'scavenge') throw new Error(`BENCH_LATENCY_ONLY: 'twenty' or 'scavenge', not '${only}'`);
+    const row = only === 'twenty' ? await whileTwentyCatchUp(config) : await duringScavenge(config);
+    log(`| ${row.join(' | ')} |`);
+    return;
+  }
   const dir = mkdtempSync(join(config.dataParent, 'svc-bench-latency-'));
   const rows: string[][] = [];
   let maxRate = 0;
@@ -234,9 +266,8 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   if (process.env.BENCH_LATENCY_BUSY !== '0' && process.env.BENCH_LATENCY_PROJECTIONS !== 'None') {
-    const rate = Math.round(maxRate * 0.5);
-    rows.push(await whileTwentyCatchUp(config.dataParent, rate, config.seconds));
-    rows.push(await duringScavenge(config.dataParent, rate));
+    rows.push(await whileTwentyCatchUp(config));
+    rows.push(await duringScavenge(config));
   }
   log('\nResults');
   log(`| single-event appends, paced (maximum ${Math.round(maxRate)}/s) | latency | target | result |\n| --- | --- | --- | --- |`);
