@@ -199,7 +199,7 @@ describe('scavenge API with a scavenge', () => {
         expect(now.scavengeId).toBe(scavengeId);
         expect(now.scavengeLink).toBe(`/admin/scavenge/${scavengeId}`);
         expect(Object.keys(now.progress).sort()).toEqual(
-          ['chunksDone', 'chunksTotal', 'eventsExamined', 'eventsRemoved', 'phase', 'scavengePoint', 'spaceSaved']);
+          ['chunksDone', 'chunksTotal', 'eventsExamined', 'eventsRemoved', 'phase', 'restedForClientsMs', 'scavengePoint', 'spaceSaved']);
       }
       expect((await last(t)).scavengeId).toBe(scavengeId);
       await eventually(async () => expect(await last(t)).toEqual(

@@ -67,18 +67,20 @@ export async function accumulate(ctx: RunContext): Promise<void> {
     const from = chunk * chunkSize;
     const to = Math.min((chunk + 1) * chunkSize, point.position);
     if (from >= store.hintsFrom) {
-      visit(store.hintedRecords(from, to));
+      ctx.throttle.timed(() => visit(store.hintedRecords(from, to)));
       const range = store.chunkTimeRange(chunk);
       if (range) [oldest, newest] = [Math.min(oldest, range[0]), Math.max(newest, range[1])];
       ctx.checkStop();
       await ctx.throttle.rest();
+      await ctx.throttle.yieldToClients();
     } else {
       await store.scanLog(from, to, PAGE, async (records) => {
-        visit(records);
+        ctx.throttle.timed(() => visit(records));
         ctx.checkStop();
         await ctx.throttle.rest();
+        await ctx.throttle.yieldToClients();
         return true;
-      });
+      }, (ms) => ctx.throttle.spent(ms));
     }
     const active = new Map<string, boolean>();
     for (const name of changed.keys()) active.set(name, true);

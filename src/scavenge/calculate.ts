@@ -30,16 +30,16 @@ export async function calculate(ctx: RunContext, after: string | undefined): Pro
     for (let i = 0; i < names.length; i++) {
       const name = names[i];
       const data = { ...state.stream(name)! };
-      calculateStream(ctx, name, data, weights);
+      ctx.throttle.timed(() => calculateStream(ctx, name, data, weights));
       changed.set(name, data);
       if (data.status !== 'Active') active.set(name, false);
       ctx.checkStop();
       // Index reads are synchronous: let requests in between (appends wait on the event loop).
-      if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve));
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await ctx.throttle.yieldToClients();
     }
     after = names[names.length - 1];
-    state.commit({ streams: changed, active, weightDeltas: weights,
-      checkpoint: { scavengeId: ctx.scavengeId, point, stage: 'Calculating', doneStream: after } });
+    ctx.throttle.timed(() => state.commit({ streams: changed, active, weightDeltas: weights,
+      checkpoint: { scavengeId: ctx.scavengeId, point, stage: 'Calculating', doneStream: after } }));
     progress.streamsCalculated = (progress.streamsCalculated ?? 0) + names.length;
     await ctx.throttle.rest();
   }

@@ -87,30 +87,35 @@ async function scavengeChunk(ctx: RunContext, chunk: PhysicalChunk) {
   let removed = 0;
   let spaceSaved = 0;
   let liveBytes = 0;
+  const { throttle } = ctx;
   await store.scanLog(chunk.start * chunkSize, Math.min((chunk.end + 1) * chunkSize, point.position), PAGE, async (records) => {
-    for (const r of records) {
-      if (isRemovable(ctx, r)) {
-        pending.push(r);
-        removed++;
-        spaceSaved += r.size;
-      } else {
-        liveBytes += r.size;
+    throttle.timed(() => {
+      for (const r of records) {
+        if (isRemovable(ctx, r)) {
+          pending.push(r);
+          removed++;
+          spaceSaved += r.size;
+        } else {
+          liveBytes += r.size;
+        }
       }
-    }
+    });
     examined += records.length;
     progress.eventsExamined += records.length;
     if (pending.length >= REMOVE_BATCH) {
       const batch = pending;
       pending = [];
       await inFlight;
-      inFlight = store.remove({ records: batch, chunkOps: [], sync: false }).then(() => {
+      inFlight = store.remove({ records: batch, chunkOps: [], sync: false }).then((ms) => {
+        throttle.spent(ms);
         progress.eventsRemoved += batch.length;
         progress.spaceSaved += batch.reduce((sum, r) => sum + r.size, 0);
       });
     }
     ctx.checkStop();
+    await throttle.yieldToClients();
     return true;
-  }).finally(() => inFlight);
+  }, (ms) => throttle.spent(ms)).finally(() => inFlight);
   const next: PhysicalChunk = { start: chunk.start, end: chunk.end, version: chunk.version + 1, liveBytes };
   // The last batch is synced: everything removed before it is durable with it, then the checkpoint may pass the chunk.
   await store.remove({ records: pending, chunkOps: [encodeChunk(next)], sync: true });

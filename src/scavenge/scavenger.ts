@@ -143,6 +143,7 @@ export class Scavenger {
     const id = randomUUID();
     const progress: ScavengeProgress = {
       phase: 'Beginning', scavengePoint: -1, chunksDone: 0, chunksTotal: 0, eventsExamined: 0, eventsRemoved: 0, spaceSaved: 0,
+      restedForClientsMs: 0,
     };
     const log = this.log.child({ scavengeId: id });
     const run: Running = { id, progress, stopRequested: false, throttle: new Throttle(request.throttlePercent, log), done: Promise.resolve() };
@@ -195,6 +196,7 @@ export class Scavenger {
     log.info({
       streamCacheMissesSinceStart: this.state?.cacheMisses ?? 0,
       eventsExamined: run.progress.eventsExamined, eventsRemoved: run.progress.eventsRemoved, spaceSaved: totals.spaceSaved,
+      restedForClientsMs: Math.round(run.throttle.restedForClients),
       sstFilesBytesBefore: before.sstFilesBytes, sstFilesBytesAfter: after.sstFilesBytes,
       liveDataBytesBefore: before.liveDataBytes, liveDataBytesAfter: after.liveDataBytes,
     }, `SCAVENGING: Scavenge ${verb}. Total time taken: ${timeSpan(took)}. Total space saved: ${totals.spaceSaved}.`);
@@ -206,7 +208,9 @@ export class Scavenger {
   }
 
   current(): CurrentScavenge | undefined {
-    return this.running ? { scavengeId: this.running.id, progress: { ...this.running.progress } } : undefined;
+    const running = this.running;
+    if (!running) return undefined;
+    return { scavengeId: running.id, progress: { ...running.progress, restedForClientsMs: Math.round(running.throttle.restedForClients) } };
   }
 
   /** The scavenge started last since this process started (undefined: none). */

@@ -36,6 +36,8 @@ export interface ScavengeProgress {
   eventsRemoved: number;
   /** Logical bytes of the removed records. */
   spaceSaved: number;
+  /** Ms the run has rested so far because the node's other work kept the event loop busy (throttle.ts). */
+  restedForClientsMs: number;
 }
 
 /** Results written to the history streams. */

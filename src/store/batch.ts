@@ -38,7 +38,8 @@ export type ClientPending =
   | (Extract<ClientOperation, { kind: 'delete' }> & Answer<DeleteResult>);
 /** A follower's copy of a batch its leader shipped; refused if `current` is false by its turn (an earlier batch failed). */
 export type ReplicatedPending = { kind: 'replicated'; batch: ShippedBatch; current: () => boolean } & Answer<void>;
-export type RemovalPending = { kind: 'remove'; removal: Removal } & Answer<void>;
+/** Answered with the event loop's time (ms) its batch took to build and write. */
+export type RemovalPending = { kind: 'remove'; removal: Removal } & Answer<number>;
 export type Pending = ClientPending | ReplicatedPending | RemovalPending;
 
 export function isClientWrite(p: Pending): p is ClientPending {

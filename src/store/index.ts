@@ -423,9 +423,13 @@ export class Store {
 
   // What a scavenge (src/scavenge) reads of the store, and how it removes records.
 
-  /** Log records in [from, to), a page at a time, off the event loop (Reader.scanLog); `visit` returns false to stop. */
-  scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
-    return this.reader.scanLog(from, to, pageSize, visit);
+  /**
+   * Log records in [from, to), a page at a time, off the event loop (Reader.scanLog); `visit`
+   * returns false to stop; `decoded` hears the loop's time each page took to decode.
+   */
+  scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean,
+    decoded?: (ms: number) => void): Promise<void> {
+    return this.reader.scanLog(from, to, pageSize, visit, decoded);
   }
 
   /**
@@ -521,8 +525,11 @@ export class Store {
     return out;
   }
 
-  /** Removes what a scavenge found removable (records with their index and event-id entries), in order with all writes. */
-  remove(removal: Removal): Promise<void> {
+  /**
+   * Removes what a scavenge found removable (records with their index and event-id entries), in
+   * order with all writes; answers the event loop's time (ms) the removal's batch took.
+   */
+  remove(removal: Removal): Promise<number> {
     return this.writer.remove(removal);
   }
 

@@ -251,19 +251,30 @@ export class Reader {
    * `visit` returns false to stop. On the log-read thread in log order; where the thread cannot
    * take it, on the thread pool from there on: the user streams' records first, then the system
    * streams' (log-spaces.ts), each part in log order. (Through the thread pool the event loop made
-   * two Buffers per row: a scavenge's execution spent most of its time there.)
+   * two Buffers per row: a scavenge's execution spent most of its time there.) `decoded` hears
+   * the event loop's time each page took to decode (a scavenge keeps account of its share).
    */
-  async scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean): Promise<void> {
+  async scanLog(from: number, to: number, pageSize: number, visit: (records: EventRecord[]) => Promise<boolean> | boolean,
+    decoded?: (ms: number) => void): Promise<void> {
     let at = Math.max(0, from);
     while (at < to) {
       const packed = await this.thread?.forward({ from: at, limit: pageSize, to });
       if (!packed) break;
+      const started = performance.now();
       const records = recordsOf(packed);
+      decoded?.(performance.now() - started);
       if (records.length === 0 || !(await visit(records)) || records.length < pageSize) return;
       const last = records[records.length - 1];
       at = last.position + last.size;
     }
-    if (at < to) await this.spaces.pages(at, to, pageSize, (positions, values) => visit(positions.map((p, i) => decodeRecord(p, values[i]))));
+    if (at < to) {
+      await this.spaces.pages(at, to, pageSize, (positions, values) => {
+        const started = performance.now();
+        const records = positions.map((p, i) => decodeRecord(p, values[i]));
+        decoded?.(performance.now() - started);
+        return visit(records);
+      });
+    }
   }
 
   /** The stream's records with event numbers in [from, to] as stored, whatever a read would show of them. */

@@ -134,7 +134,7 @@ export class Writer {
   }
 
   /** Removes records a scavenge found removable (see Removal); resolves once written. */
-  remove(removal: Removal): Promise<void> {
+  remove(removal: Removal): Promise<number> {
     return new Promise((resolve, reject) => this.pipeline.enqueue({ kind: 'remove', removal, resolve, reject }));
   }
 
