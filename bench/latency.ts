@@ -35,6 +35,8 @@ interface Paced {
   p50: number; p99: number; sent: number; failed: number; achieved: number;
   /** The client's own event-loop delay, p99 in ms: a late client shows as latency it did not measure of the server. */
   clientDelayP99: number;
+  /** Its longest delay, ms: one stall of the client shows here and hardly in its p99. */
+  clientDelayMax: number;
 }
 
 /**
@@ -90,7 +92,7 @@ async function paced(url: string, rate: number, seconds: number, until: () => bo
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { p50: at(0.5), p99: at(0.99), sent, failed, achieved: latencies.length / ((end - start) / 1000), clientDelayP99: delay.percentile(99) / 1e6 };
+  return { p50: at(0.5), p99: at(0.99), sent, failed, achieved: latencies.length / ((end - start) / 1000), clientDelayP99: delay.percentile(99) / 1e6, clientDelayMax: delay.max / 1e6 };
 }
 
 /**
@@ -158,7 +160,7 @@ async function whileTwentyCatchUp(config: BenchConfig): Promise<string[]> {
       log(`  the system projections caught up in ${((performance.now() - t) / 1000).toFixed(1)} s${settled === Infinity ? ' (not within 600 s)' : ''}`);
       const rate = await halfOfMaximum(server, config);
       const quiet = await paced(server.url, rate, seconds);
-      log(`  the same node before the twenty: ${rate}/s asked, ${Math.round(quiet.achieved)}/s answered, ${latencyCell(quiet)}`);
+      log(`  the same node before the twenty: ${rate}/s asked, ${Math.round(quiet.achieved)}/s answered, ${latencyCell(quiet)}; client delay max ${quiet.clientDelayMax.toFixed(0)} ms`);
       for (let i = 0; i < 20; i++) {
         const res = await fetch(`${server.url}/projections/continuous?name=lat-${i}`, { method: 'POST', headers: { Authorization: AUTHORIZATION }, body: QUERIES[i % QUERIES.length](i) });
         if (res.status !== 201) throw new Error(`creating lat-${i}: ${res.status} ${await res.text()}`);
@@ -171,7 +173,7 @@ async function whileTwentyCatchUp(config: BenchConfig): Promise<string[]> {
       // The category projections (every fourth) read a tenth of the log; the others all of it.
       const total = twenty.reduce((sum, p) => sum + (Number(p.name.slice(4)) % QUERIES.length === 2 ? CATCHUP_EVENTS / 10 : CATCHUP_EVENTS), 0);
       const share = `${((handled / total) * 100).toFixed(0)}%`;
-      log(`  while twenty catch up: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms; the twenty had handled ${share} of their ${total.toLocaleString('en-US')} events by its end`);
+      log(`  while twenty catch up: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms, max ${r.clientDelayMax.toFixed(0)} ms; the twenty had handled ${share} of their ${total.toLocaleString('en-US')} events by its end`);
       if (handled >= total) log('  (the twenty caught up within the phase: part of it measured a quiet node)');
       return [`50% of this node's maximum (${rate}/s) while 20 projections catch up over ${CATCHUP_EVENTS.toLocaleString('en-US')} events (${share} of them handled by the end; the same node before them: ${latencyCell(quiet)})`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
     } finally {
@@ -198,7 +200,7 @@ async function duringScavenge(config: BenchConfig): Promise<string[]> {
       const headers = { Authorization: AUTHORIZATION };
       const rate = await halfOfMaximum(server, config);
       const quiet = await paced(server.url, rate, config.seconds);
-      log(`  the same node before the scavenge: ${rate}/s asked, ${Math.round(quiet.achieved)}/s answered, ${latencyCell(quiet)}`);
+      log(`  the same node before the scavenge: ${rate}/s asked, ${Math.round(quiet.achieved)}/s answered, ${latencyCell(quiet)}; client delay max ${quiet.clientDelayMax.toFixed(0)} ms`);
       const started = await fetch(`${server.url}/admin/scavenge?threads=1&threshold=0&throttlePercent=100`, { method: 'POST', headers });
       if (started.status !== 200) throw new Error(`starting the scavenge: ${started.status} ${await started.text()}`);
       t = performance.now();
@@ -219,7 +221,7 @@ async function duringScavenge(config: BenchConfig): Promise<string[]> {
       running = false;
       await watching;
       const last = (await (await fetch(`${server.url}/admin/scavenge/last`, { headers })).json()) as { scavengeResult?: string };
-      log(`  during the scavenge (${last.scavengeResult ?? '?'} in ${scavengeSeconds.toFixed(1)} s): ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms`);
+      log(`  during the scavenge (${last.scavengeResult ?? '?'} in ${scavengeSeconds.toFixed(1)} s): ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms, max ${r.clientDelayMax.toFixed(0)} ms`);
       return [`50% of this node's maximum (${rate}/s) during a scavenge of ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable (${scavengeSeconds.toFixed(1)} s; the same node before it: ${latencyCell(quiet)})`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
     } finally {
       await server.stop();
@@ -254,7 +256,7 @@ async function main(): Promise<void> {
         const rate = Math.round(maxRate * fraction);
         const settled = await settle(server.url);
         const r = await paced(server.url, rate, config.seconds);
-        log(`  ${fraction * 100}%: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.failed} failed; the client's own event-loop delay p99 ${r.clientDelayP99.toFixed(1)} ms; the projections caught up ${settled.toFixed(1)} s before it`);
+        log(`  ${fraction * 100}%: ${rate}/s asked, ${Math.round(r.achieved)}/s answered, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.failed} failed; the client's own event-loop delay p99 ${r.clientDelayP99.toFixed(1)} ms, max ${r.clientDelayMax.toFixed(0)} ms; the projections caught up ${settled.toFixed(1)} s before it`);
         const judged = fraction === 0.5;
         rows.push([`${fraction * 100}% of the maximum (${rate}/s)`, latencyCell(r),
           judged ? `p99 ≤ ${TARGET_P99_MS} ms` : 'reported', judged ? judge(r, TARGET_P99_MS) : '']);
