@@ -119,10 +119,6 @@ async function listProjections(url: string): Promise<Listed[]> {
   return ((await res.json()) as { projections: Listed[] }).projections;
 }
 
-function nodeFlags(): string[] {
-  return process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
-}
-
 function latencyCell(r: Paced): string {
   return `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms${r.failed ? `, ${r.failed} failed` : ''}`;
 }
@@ -153,7 +149,7 @@ async function whileTwentyCatchUp(config: BenchConfig): Promise<string[]> {
     let t = performance.now();
     await prewrite(dir, CATCHUP_EVENTS, CATCHUP_EVENTS / 10);
     log(`  twenty projections: ${CATCHUP_EVENTS.toLocaleString('en-US')} events written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'All', '--start-standard-projections', 'true'], nodeFlags());
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--run-projections', 'All', '--start-standard-projections', 'true']);
     try {
       t = performance.now();
       const settled = await settle(server.url, 600);
@@ -192,7 +188,7 @@ async function duringScavenge(config: BenchConfig): Promise<string[]> {
     await buildScavengeLog(dir);
     log(`  scavenge: ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable, written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', '--chunk-size', String(SCAVENGE_CHUNK),
-      '--run-projections', 'System', '--start-standard-projections', 'true'], nodeFlags());
+      '--run-projections', 'System', '--start-standard-projections', 'true']);
     try {
       t = performance.now();
       const settled = await settle(server.url, 600);
@@ -246,7 +242,7 @@ async function main(): Promise<void> {
   try {
     const projections = process.env.BENCH_LATENCY_PROJECTIONS === 'None' ? ['--run-projections', 'None']
       : ['--run-projections', 'System', '--start-standard-projections', 'true'];
-    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', ...projections], nodeFlags());
+    const server = await startServer('node', NODE_MAIN, ['--db', dir, '--log-level', 'warn', ...projections]);
     try {
       log(`latency bench (${projections.join(' ')}): maximum single-event append rate (${config.connections} connections, ${config.seconds} s), then paced appends`);
       const max = await measure(server.url, SCENARIOS.a, { seconds: config.seconds, warmupSeconds: config.warmupSeconds, connections: config.connections, pid: server.pid });
