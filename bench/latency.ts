@@ -2,11 +2,11 @@ import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchConfig, type BenchConfig } from './config.js';
+import { benchConfig, envNumber, type BenchConfig } from './config.js';
 import { measure } from './load.js';
 import { NODE_MAIN, startServer, type Server } from './processes.js';
 import { AUTHORIZATION, EVENTS_JSON, SCENARIOS, WRITE_STREAMS, appendBody } from './workload.js';
-import { QUERIES, prewrite } from './scale.js';
+import { QUERIES, prewrite, projections } from './scale.js';
 import { CHUNK as SCAVENGE_CHUNK, EVENTS as SCAVENGE_EVENTS, build as buildScavengeLog } from './scavenge.js';
 
 // Append latency under a steady load (issue 13, target 6): the highest single-event append rate
@@ -27,7 +27,7 @@ import { CHUNK as SCAVENGE_CHUNK, EVENTS as SCAVENGE_EVENTS, build as buildScave
 
 const TARGET_P99_MS = 5;
 const TARGET_BUSY_P99_MS = 10;
-const CATCHUP_EVENTS = Number(process.env.BENCH_LATENCY_CATCHUP_EVENTS ?? 500_000);
+const CATCHUP_EVENTS = envNumber('BENCH_LATENCY_CATCHUP_EVENTS', 500_000, 1000);
 const FRACTIONS = [0.25, 0.5, 0.75];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -112,13 +112,6 @@ async function settle(url: string, maxSeconds = 120): Promise<number> {
   return Infinity;
 }
 
-interface Listed { name: string; status: string; progress: number; eventsProcessedAfterRestart: number }
-
-async function listProjections(url: string): Promise<Listed[]> {
-  const res = await fetch(`${url}/projections/any`, { headers: { Authorization: AUTHORIZATION } });
-  return ((await res.json()) as { projections: Listed[] }).projections;
-}
-
 function latencyCell(r: Paced): string {
   return `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms${r.failed ? `, ${r.failed} failed` : ''}`;
 }
@@ -132,7 +125,7 @@ function judge(r: Paced, target: number): string {
  * with those appends), or BENCH_LATENCY_RATE when set.
  */
 async function halfOfMaximum(server: Server, config: BenchConfig): Promise<number> {
-  const fixed = Number(process.env.BENCH_LATENCY_RATE);
+  const fixed = envNumber('BENCH_LATENCY_RATE', 0, 0);
   if (fixed > 0) return fixed;
   const max = await measure(server.url, SCENARIOS.a, { seconds: config.seconds, warmupSeconds: config.warmupSeconds, connections: config.connections, pid: server.pid });
   const rate = Math.round(max.measured.reqPerSec / 2);
@@ -162,7 +155,7 @@ async function whileTwentyCatchUp(config: BenchConfig): Promise<string[]> {
         if (res.status !== 201) throw new Error(`creating lat-${i}: ${res.status} ${await res.text()}`);
       }
       const r = await paced(server.url, rate, seconds);
-      const twenty = (await listProjections(server.url)).filter((p) => p.name.startsWith('lat-'));
+      const twenty = (await projections(server)).filter((p) => p.name.startsWith('lat-'));
       const notRunning = twenty.filter((p) => !p.status.startsWith('Running'));
       if (notRunning.length > 0) throw new Error(`the twenty must be running: ${notRunning.map((p) => `${p.name} ${p.status}`).join(', ')}`);
       const handled = twenty.reduce((sum, p) => sum + p.eventsProcessedAfterRestart, 0);
@@ -217,8 +210,9 @@ async function duringScavenge(config: BenchConfig): Promise<string[]> {
       running = false;
       await watching;
       const last = (await (await fetch(`${server.url}/admin/scavenge/last`, { headers })).json()) as { scavengeResult?: string };
-      log(`  during the scavenge (${last.scavengeResult ?? '?'} in ${scavengeSeconds.toFixed(1)} s): ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms, max ${r.clientDelayMax.toFixed(0)} ms`);
-      return [`50% of this node's maximum (${rate}/s) during a scavenge of ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable (${scavengeSeconds.toFixed(1)} s; the same node before it: ${latencyCell(quiet)})`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
+      const took = Number.isNaN(scavengeSeconds) ? 'not finished within 600 s' : `${scavengeSeconds.toFixed(1)} s`;
+      log(`  during the scavenge (${last.scavengeResult ?? '?'}, ${took}): ${rate}/s asked, ${Math.round(r.achieved)}/s answered, ${latencyCell(r)}; client delay p99 ${r.clientDelayP99.toFixed(1)} ms, max ${r.clientDelayMax.toFixed(0)} ms`);
+      return [`50% of this node's maximum (${rate}/s) during a scavenge of ${SCAVENGE_EVENTS.toLocaleString('en-US')} events, half removable (${took}; the same node before it: ${latencyCell(quiet)})`, latencyCell(r), `p99 ≤ ${TARGET_BUSY_P99_MS} ms`, judge(r, TARGET_BUSY_P99_MS)];
     } finally {
       await server.stop();
     }

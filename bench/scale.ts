@@ -53,9 +53,10 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-interface Listed { name: string; status: string; progress: number; eventsProcessedAfterRestart: number }
+export interface Listed { name: string; status: string; progress: number; eventsProcessedAfterRestart: number }
 
-async function projections(server: Server): Promise<Listed[]> {
+/** The node's projections as `GET /projections/any` lists them (also bench/latency.ts). */
+export async function projections(server: Server): Promise<Listed[]> {
   const res = await fetch(`${server.url}/projections/any`, { headers: AUTH });
   return ((await res.json()) as { projections: Listed[] }).projections;
 }

@@ -84,11 +84,11 @@ export async function accumulate(ctx: RunContext): Promise<void> {
     }
     const active = new Map<string, boolean>();
     for (const name of changed.keys()) active.set(name, true);
-    state.commit({
+    ctx.throttle.timed(() => state.commit({
       streams: changed, active, weightDeltas: weights, nextChunk: chunk + 1,
       ...(oldest <= newest ? { ranges: new Map([[chunk, [oldest, newest] as [number, number]]]) } : {}),
       checkpoint: { scavengeId: ctx.scavengeId, point, stage: 'Accumulating', doneChunk: chunk },
-    });
+    }));
     progress.chunksDone++;
   }
 }

@@ -118,7 +118,7 @@ async function scavengeChunk(ctx: RunContext, chunk: PhysicalChunk) {
   }, (ms) => throttle.spent(ms)).finally(() => inFlight);
   const next: PhysicalChunk = { start: chunk.start, end: chunk.end, version: chunk.version + 1, liveBytes };
   // The last batch is synced: everything removed before it is durable with it, then the checkpoint may pass the chunk.
-  await store.remove({ records: pending, chunkOps: [encodeChunk(next)], sync: true });
+  throttle.spent(await store.remove({ records: pending, chunkOps: [encodeChunk(next)], sync: true }));
   progress.eventsRemoved += pending.length;
   progress.spaceSaved += pending.reduce((sum, r) => sum + r.size, 0);
   return { chunk: next, examined, removed, spaceSaved };
